@@ -1,0 +1,146 @@
+"""Peak memory of a measured region: CPU (process resident set) and CUDA allocator.
+
+CPU: Linux lets a process reset its own peak-RSS mark by writing ``5`` to
+``/proc/self/clear_refs``; afterwards ``VmHWM`` restarts from the current RSS,
+so the region's peak is exact to the page with no sampling thread. Where the
+kernel refuses the reset (other OSes, some containers) we fall back to a
+psutil sampling thread, which can miss peaks shorter than its period; the
+method used is stored with every reading so results say how they were taken.
+
+CUDA: ``torch.cuda.reset_peak_memory_stats`` before the region and
+``max_memory_allocated`` after. Without CUDA there is no CUDA reading at all
+(``torch.cuda.max_memory_allocated`` silently returns 0 there; we never
+report that as a measurement).
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict, dataclass
+from typing import Optional
+
+import psutil
+
+_STATUS = "/proc/self/status"
+_CLEAR_REFS = "/proc/self/clear_refs"
+SAMPLING_PERIOD_S = 0.001
+
+
+@dataclass
+class MemoryPeak:
+    """Peaks of one measured region, in bytes; ``None`` where not measured.
+
+    ``*_delta_bytes`` are the peak minus the usage just before the region, so
+    they show what the region itself added.
+    """
+
+    peak_rss_bytes: Optional[int] = None
+    peak_rss_delta_bytes: Optional[int] = None
+    rss_method: Optional[str] = None
+    peak_cuda_bytes: Optional[int] = None
+    peak_cuda_delta_bytes: Optional[int] = None
+    peak_cuda_reserved_bytes: Optional[int] = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "MemoryPeak":
+        return cls(**d)
+
+
+def _read_status_kib(field: str) -> int:
+    with open(_STATUS) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise KeyError(field)
+
+
+def _can_reset_hwm() -> bool:
+    try:
+        with open(_CLEAR_REFS, "w") as f:
+            f.write("5")
+        _read_status_kib("VmHWM")
+        return True
+    except (OSError, KeyError):
+        return False
+
+
+class CpuPeak:
+    """Peak resident memory of the process between :meth:`start` and :meth:`stop`.
+
+    Example
+    -------
+    >>> import torch
+    >>> tracker = CpuPeak()
+    >>> tracker.start()
+    >>> x = torch.ones(64 * 2**20 // 4)  # 64 MiB, touched
+    >>> del x
+    >>> peak, delta = tracker.stop()
+    >>> delta >= 60 * 2**20
+    True
+    """
+
+    def __init__(self, method: Optional[str] = None):
+        if method is None:
+            method = "clear_refs" if _can_reset_hwm() else "psutil_sampling"
+        if method not in ("clear_refs", "psutil_sampling"):
+            raise ValueError(f"unknown CPU peak method {method!r}")
+        self.method = method
+        self._proc = psutil.Process()
+        self._baseline = 0
+        self._sampled_peak = 0
+        self._stop_event = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    def start(self) -> None:
+        if self.method == "clear_refs":
+            with open(_CLEAR_REFS, "w") as f:
+                f.write("5")
+            # After the reset VmHWM equals the current RSS: that is our baseline.
+            self._baseline = _read_status_kib("VmHWM")
+        else:
+            self._baseline = self._sampled_peak = self._proc.memory_info().rss
+            self._stop_event.clear()
+            self._thread = threading.Thread(target=self._sample, daemon=True)
+            self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop_event.is_set():
+            self._sampled_peak = max(self._sampled_peak, self._proc.memory_info().rss)
+            self._stop_event.wait(SAMPLING_PERIOD_S)
+
+    def stop(self) -> tuple:
+        """Return ``(peak_bytes, peak_minus_baseline_bytes)`` of the region."""
+        if self.method == "clear_refs":
+            peak = _read_status_kib("VmHWM")
+        else:
+            self._stop_event.set()
+            if self._thread is not None:
+                self._thread.join()
+            peak = max(self._sampled_peak, self._proc.memory_info().rss)
+        return peak, peak - self._baseline
+
+
+class CudaPeak:
+    """Peak of PyTorch's CUDA caching allocator between :meth:`start` and :meth:`stop`."""
+
+    def __init__(self, device):
+        import torch
+
+        self.device = torch.device(device)
+        self._torch = torch
+        self._baseline = 0
+
+    def start(self) -> None:
+        cuda = self._torch.cuda
+        cuda.synchronize(self.device)
+        cuda.reset_peak_memory_stats(self.device)
+        self._baseline = cuda.memory_allocated(self.device)
+
+    def stop(self) -> tuple:
+        """Return ``(peak_allocated, peak_minus_baseline, peak_reserved)`` in bytes."""
+        cuda = self._torch.cuda
+        cuda.synchronize(self.device)
+        peak = cuda.max_memory_allocated(self.device)
+        return peak, peak - self._baseline, cuda.max_memory_reserved(self.device)

@@ -1,0 +1,317 @@
+"""@profile / @profile_optimiser / @profile_analyst on functions, classes,
+real SpeechBrain Brains (trained with Brain.fit) and a real pretrained interface."""
+import time
+
+import pytest
+import speechbrain as sb
+import torch
+from torch.profiler import ProfilerAction
+
+import sbprof
+from sbprof import (ConfigError, StepProfiler, events_diff, export, profile, profile_analyst,
+                    profile_optimiser, report_memory, report_time, schedule, step)
+
+MiB = 2**20
+
+
+class TinyBrain(sb.Brain):
+    """A real Brain: a linear regressor trained with SGD."""
+
+    def compute_forward(self, batch, stage):
+        return self.modules.model(batch[0])
+
+    def compute_objectives(self, predictions, batch, stage):
+        return torch.nn.functional.mse_loss(predictions, batch[1])
+
+
+def make_brain(cls=TinyBrain, **run_opts):
+    torch.manual_seed(0)
+    return cls({"model": torch.nn.Linear(16, 4)}, lambda p: torch.optim.SGD(p, lr=0.1),
+               hparams={"output_folder": run_opts.pop("output_folder", "unused")},
+               run_opts={"device": "cpu", **run_opts})
+
+
+def data(n):
+    g = torch.Generator().manual_seed(1)
+    return [[torch.randn(8, 16, generator=g), torch.randn(8, 4, generator=g)] for _ in range(n)]
+
+
+def recorded_steps(prof):
+    """How many steps the profile holds (kineto names every recorded step ``ProfilerStep*``)."""
+    return sum(1 for e in prof.events() if e.name.startswith("ProfilerStep"))
+
+
+# ---------------------------------------------------------------- functions
+
+def test_void_function_returns_its_profiler():
+    @profile
+    def train(x):
+        (x ** 2).sum().backward()
+
+    prof = train(torch.randn(5, requires_grad=True))
+    assert isinstance(prof, torch.profiler.profile) and prof is train.profiler
+    assert "aten::pow" in {e.key for e in prof.key_averages()}
+
+
+def test_function_with_result_keeps_it():
+    @profile(record_shapes=True)
+    def double(x):
+        return x * 2
+
+    out = double(torch.ones(3))
+    assert torch.equal(out, torch.full((3,), 2.0))  # the result, not the profiler
+    assert double.profiler.record_shapes and len(double.profiler.events()) > 0
+
+
+def test_each_call_gets_a_fresh_profiler():
+    @profile
+    def f():
+        torch.ones(2) + 1
+
+    first, second = f(), f()
+    assert first is not second and f.profiler is second
+
+
+def test_method_of_a_class():
+    class Model:
+        @profile
+        def run(self, x):
+            return x.relu()
+
+    m = Model()
+    m.run(torch.randn(4))
+    assert "aten::relu" in {e.key for e in m.run.profiler.key_averages()}
+
+
+def test_schedule_and_export_stack_in_either_order(tmp_path):
+    @export(dir_name=str(tmp_path / "a"))
+    @schedule(wait=0, warmup=1, active=2)
+    @profile
+    def outer():
+        for _ in range(4):
+            torch.randn(32, 32) @ torch.randn(32, 32)
+            step()
+
+    @profile
+    @schedule(wait=0, warmup=1, active=2)
+    @export(dir_name=str(tmp_path / "b"))
+    def inner():
+        for _ in range(4):
+            torch.randn(32, 32) @ torch.randn(32, 32)
+            step()
+
+    for f, folder in ((outer, "a"), (inner, "b")):
+        prof = f()
+        assert prof.step_num == 4
+        assert recorded_steps(prof) == 2  # step 0 was warm-up, step 3 came after the cycle
+        traces = list((tmp_path / folder).glob("*.pt.trace.json"))
+        assert len(traces) == 1 and traces[0].stat().st_size > 0
+
+
+def test_schedule_is_a_torch_schedule():
+    s = schedule(wait=1, warmup=1, active=2, repeat=1)
+    assert [s(i) for i in range(5)] == [ProfilerAction.NONE, ProfilerAction.WARMUP, ProfilerAction.RECORD,
+                                       ProfilerAction.RECORD_AND_SAVE, ProfilerAction.NONE]
+
+
+def test_report_time_against_perf_counter():
+    a = torch.randn(384, 384)
+
+    @profile
+    def work():
+        for _ in range(30):
+            a @ a
+
+    work()  # warm
+    t0 = time.perf_counter()
+    prof = work()
+    wall_us = (time.perf_counter() - t0) * 1e6
+    cpu_us, cuda_us = report_time(prof)
+    # Operator self time is the time inside aten ops: most of the loop's wall time, never
+    # more than it (profiler start/stop is inside the wall figure and outside the ops).
+    assert 0.5 * wall_us < cpu_us <= wall_us
+    assert cuda_us == 0.0 or torch.cuda.is_available()
+
+
+def test_report_memory_against_known_allocations():
+    @profile(profile_memory=True)
+    def allocate():
+        x = torch.ones(256 * MiB // 4)
+        del x
+        y = torch.ones(128 * MiB // 4)
+        del y
+
+    cpu, cuda = report_memory(allocate())
+    # peak is the 256 MiB block alone: it was freed before the 128 MiB one
+    assert 256 * MiB <= cpu < 256 * MiB + MiB
+    assert cuda == 0
+
+
+def test_events_diff_keeps_only_differences():
+    x = torch.randn(8)
+
+    @profile
+    def f():
+        x.relu()
+
+    @profile
+    def g():
+        x.relu().sigmoid()
+
+    only_f, only_g = events_diff(f(), g())
+    assert [e.key for e in only_g] == ["aten::sigmoid"] and len(only_f) == 0
+
+
+# ---------------------------------------------------------------- bad use
+
+@pytest.mark.parametrize("bad", [42, "text", None.__class__])
+def test_not_profilable(bad):
+    if bad is None.__class__:  # a class is fine: make it an instance of nothing callable
+        bad = object()
+    with pytest.raises(ConfigError, match="cannot profile"):
+        profile(bad)
+
+
+@pytest.mark.parametrize("kwargs", [{"active": 0}, {"wait": -1}, {"warmup": 1.5}, {"repeat": True}])
+def test_invalid_schedule_numbers(kwargs):
+    with pytest.raises(ConfigError, match="schedule"):
+        schedule(**kwargs)
+
+
+def test_invalid_hooks_and_double_decoration():
+    with pytest.raises(ConfigError, match="class_hooks"):
+        profile(class_hooks="fit")
+    with pytest.raises(ConfigError, match="no method"):
+        profile(torch.nn.Linear(2, 2), class_hooks=["transcribe_batch"])
+
+    @profile
+    def f():
+        pass
+
+    with pytest.raises(ConfigError, match="already decorated"):
+        profile(f)
+
+
+def test_reading_before_anything_ran_is_clear():
+    model = profile(torch.nn.Linear(2, 2))
+    with pytest.raises(sbprof.MeasurementError, match="nothing was profiled"):
+        model.profiler.events()
+
+
+# ---------------------------------------------------------------- modules and classes
+
+def test_module_instance_steps_per_forward():
+    model = profile(torch.nn.Linear(4, 4))
+    for _ in range(3):
+        model(torch.randn(2, 4))
+    assert model.profiler.step_num == 3
+    assert len(model.profiler.step_wall_s["forward"]) == 3
+    assert "aten::linear" in {e.key for e in model.profiler.key_averages()}
+
+
+def test_class_decoration_profiles_only_its_instances():
+    @profile
+    class Net(torch.nn.Linear):
+        pass
+
+    net = Net(4, 4)
+    net(torch.randn(1, 4))
+    assert isinstance(net, torch.nn.Linear) and type(net).__name__ == "Net"
+    assert net.profiler.step_num == 1
+    plain = torch.nn.Linear(4, 4)
+    assert not hasattr(plain, "profiler")
+
+
+# ---------------------------------------------------------------- SpeechBrain Brain
+
+def test_profile_brain_fit_and_evaluate_step_per_batch():
+    brain = profile(make_brain())
+    brain.fit(range(2), data(6), data(2))
+    prof = brain.profiler
+    assert isinstance(prof, StepProfiler)
+    # 2 epochs x (6 training + 2 validation batches), each one step, none counted twice
+    assert prof.step_num == 16
+    assert len(prof.step_wall_s["fit_batch"]) == 12 and len(prof.step_wall_s["evaluate_batch"]) == 4
+    keys = {e.key for e in prof.key_averages()}
+    assert {"aten::linear", "aten::mse_loss"} <= keys
+    brain.evaluate(data(3))
+    assert prof.step_num == 19 and len(prof.step_wall_s["evaluate_batch"]) == 7
+    # figures are plausible: operator time inside the recorded steps is positive and
+    # no more than the steps' wall time (each step is timed around the whole batch)
+    cpu_us, _ = report_time(brain)
+    assert 0 < cpu_us <= sum(sum(v) for v in prof.step_wall_s.values()) * 1e6
+    m = prof.measurement("fit_batch")
+    assert m.summary("wall_s").count == 12 and m.summary("wall_s").median > 0
+
+
+def test_profile_optimiser_brain_records_only_active_steps():
+    brain = profile_optimiser(make_brain())
+    brain.fit(range(1), data(10))
+    prof = brain.profiler
+    assert prof.step_num == 10
+    # default schedule: wait 1, warm-up 2, active 5 -> 5 of the 10 steps recorded
+    assert recorded_steps(prof) == 5
+    assert sum(e.count for e in prof.key_averages() if e.key == "aten::mse_loss") == 5
+    assert not prof.record_shapes and not prof.with_stack and not prof.with_flops and prof.profile_memory
+
+
+def test_profile_analyst_on_instance_sets_detail():
+    brain = profile_analyst(make_brain())
+    brain.fit(range(1), data(8))
+    prof = brain.profiler
+    assert prof.record_shapes and prof.with_stack and prof.with_flops and prof.profile_memory
+    assert sum(e.flops for e in prof.key_averages()) > 0  # linear layers have analytic FLOPs
+
+
+def test_decorated_brain_class_with_extra_schedule(tmp_path):
+    @export(dir_name=str(tmp_path))
+    @schedule(wait=0, warmup=1, active=2)
+    @profile
+    class ProfiledBrain(TinyBrain):
+        pass
+
+    brain = make_brain(ProfiledBrain)
+    brain.fit(range(1), data(5))
+    assert brain.profiler.step_num == 5 and recorded_steps(brain.profiler) == 2
+    assert list(tmp_path.glob("*.pt.trace.json"))
+
+
+def test_speechbrain_profile_training_does_not_cut_training_short(tmp_path):
+    # With --profile_training SpeechBrain would quit() after warm-up + steps (here 3).
+    brain = profile(make_brain(output_folder=str(tmp_path), profile_training=True, profile_warmup=1,
+                               profile_steps=2))
+    brain.fit(range(2), data(6))
+    assert brain.profiler.step_num == 12
+    assert len(brain.profiler.step_wall_s["fit_batch"]) == 12
+    # its tensorboard export is kept
+    assert list((tmp_path / "profiler_logs").glob("*.pt.trace.json"))
+
+
+# ---------------------------------------------------------------- SpeechBrain pretrained interface
+
+@pytest.fixture(scope="module")
+def encoder_asr(tmp_path_factory):
+    from sbprof.models import load_local_model
+
+    return load_local_model("encoder_asr", root=tmp_path_factory.mktemp("models"))
+
+
+def test_profile_pretrained_interface_transcribe_batch(encoder_asr):
+    from speechbrain.inference.ASR import EncoderASR
+
+    asr = profile(encoder_asr)
+    assert isinstance(asr, EncoderASR)
+    wavs = torch.randn(2, 16000, generator=torch.Generator().manual_seed(0))
+    lens = torch.ones(2)
+    for _ in range(3):
+        hyps = asr.transcribe_batch(wavs, lens)[0]
+        assert len(hyps) == 2  # still returns its own result
+    prof = asr.profiler
+    # transcribe_batch calls encode_batch (also hooked): one step per call, not two
+    assert prof.step_num == 3 and len(prof.step_wall_s["transcribe_batch"]) == 3
+    assert "encode_batch" not in prof.step_wall_s
+    keys = {e.key for e in prof.key_averages()}
+    assert "aten::linear" in keys  # the Conformer's projections ran under the profiler
+    # the operator time sits inside the timed calls
+    cpu_us, _ = report_time(asr)
+    assert 0 < cpu_us <= sum(prof.step_wall_s["transcribe_batch"]) * 1e6
