@@ -94,14 +94,16 @@ def _is_pretrained(obj: Any) -> bool:
 class StepProfiler(tprof.profile):
     """A ``torch.profiler.profile`` that code can start, stop and step many times.
 
-    Events accumulate across sessions (``acc_events``), so ``fit`` followed by
-    ``evaluate`` gives one profile. Reading results (``events``,
-    ``key_averages``) stops a running session first. Each hooked step's wall
-    time is also kept (``step_wall_s``), device-synchronised on CUDA.
+    Every finished recording (a ``stop``, or a schedule's cycle) is kept as one
+    session and ``events()`` joins them, so ``fit`` followed by ``evaluate``
+    gives one profile. Each session is parsed once, when first read (torch's
+    own ``acc_events`` re-processes everything at each stop, which grows
+    quadratically over many short sessions). Reading results stops a running
+    session first. Each hooked step's wall time is also kept (``step_wall_s``),
+    device-synchronised on CUDA.
     """
 
     def __init__(self, *args: Any, **kwargs: Any):
-        kwargs.setdefault("acc_events", True)
         activities = kwargs.get("activities")
         # ``activities=()`` asks for no operator recording at all: steps are only
         # timed, the lightest mode (torch would read an empty list as "default").
@@ -113,6 +115,8 @@ class StepProfiler(tprof.profile):
         self.hook_depth = 0
         self.step_wall_s: Dict[str, List[float]] = defaultdict(list)
         self._hook_stepped = False
+        self._sessions: List[Any] = []
+        self._merged: Optional[EventList] = None
 
     @property
     def has_schedule(self) -> bool:
@@ -137,6 +141,16 @@ class StepProfiler(tprof.profile):
                 super().stop()
             self.running = False
 
+    def prepare_trace(self) -> None:
+        # The previous recording is already kept in _sessions: start a fresh one.
+        self.profiler = None
+        super().prepare_trace()
+
+    def stop_trace(self) -> None:
+        super().stop_trace()
+        self._sessions.append(self.profiler)
+        self._merged = None
+
     def step(self) -> None:
         """Advance the schedule by one step.
 
@@ -159,19 +173,33 @@ class StepProfiler(tprof.profile):
         self._hook_stepped = True
 
     def events(self) -> EventList:
+        """All recorded operator events, every session joined."""
         self.stop()
         if self.timing_only:
             raise MeasurementError("this profiler was made with activities=() (timing only): it records no "
                                    "operator events; read step_wall_s / measurement() instead")
-        if self.profiler is None:
+        if not self._sessions:
             raise MeasurementError(
                 "nothing was profiled yet: no profiled call (or no recorded step of the schedule) has run"
             )
-        return super().events()
+        if len(self._sessions) == 1:
+            return self._sessions[0].function_events
+        if self._merged is None:
+            first = self._sessions[0].function_events
+            self._merged = EventList(
+                [e for session in self._sessions for e in session.function_events],
+                use_device=first._use_device, profile_memory=first._profile_memory, with_flops=first._with_flops,
+            )
+            # Each session's parent/child tree was built when it was parsed; the
+            # sessions do not overlap in time, so the joined list needs no new links.
+            self._merged._tree_built = True
+        return self._merged
 
-    def key_averages(self, *args: Any, **kwargs: Any) -> EventList:
-        self.events()  # stops a running session; clear error if nothing was recorded
-        return super().key_averages(*args, **kwargs)
+    def key_averages(self, group_by_input_shape: bool = False, group_by_stack_n: int = 0,
+                     group_by_overload_name: bool = False, include_python_functions: bool = False) -> EventList:
+        """Events aggregated by operator (as ``torch.profiler.profile.key_averages``)."""
+        return self.events().key_averages(group_by_input_shape, group_by_stack_n, group_by_overload_name,
+                                          include_python_functions)
 
     def measurement(self, hook: str) -> Measurement:
         """The wall times of every call of one hooked method as a :class:`Measurement`."""
