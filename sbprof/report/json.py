@@ -1,0 +1,84 @@
+"""Derived figures of one sweep cell (RTF statistics, RTFx, peaks in GB), JSON-ready.
+
+These are computed from the raw samples every time they are needed; the
+markdown and CSV renderers and the ``derived`` block of ``results.json`` all
+read them from here, so every output states the same numbers.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Tuple
+
+from sbprof.record import Measurement
+from sbprof.stats import GB, Stats, rtf, rtfx, summarise
+
+
+def setting_sort_key(device: str, threads: int) -> Tuple[int, str, int]:
+    """CUDA settings first, then CPU, each by thread count (the order of every output)."""
+    return (0 if device.startswith("cuda") else 1, device, threads)
+
+
+def cell_sort_key(m: Measurement) -> Tuple[Any, ...]:
+    """Order of cells in every output: setting, then audio length, then batch size."""
+    c = m.config
+    return setting_sort_key(c["device"], c["threads"]) + (c["audio_s"], c["batch_size"])
+
+
+def batch_audio_seconds(m: Measurement) -> float:
+    """Total seconds of audio in the cell's batch (all utterances), the RTF denominator."""
+    return float(m.config["batch_audio_s"])
+
+
+def rtf_stats(m: Measurement, metric: str = "wall_s") -> Optional[Stats]:
+    """Statistics of the per-batch RTF from one sample list; ``None`` without samples.
+
+    Example
+    -------
+    >>> m = Measurement(label="c", wall_s=[0.1, 0.2, 0.3], config={"batch_audio_s": 10.0})
+    >>> round(rtf_stats(m).median, 6)
+    0.02
+    """
+    samples = getattr(m, metric)
+    if not m.ok or not samples:
+        return None
+    audio = batch_audio_seconds(m)
+    return summarise([rtf(s, audio) for s in samples])
+
+
+def median_rtfx(m: Measurement) -> Optional[float]:
+    """Seconds of audio per second of wall-clock processing, from the median batch time."""
+    if not m.ok or not m.wall_s:
+        return None
+    return rtfx(m.summary("wall_s").median, batch_audio_seconds(m))
+
+
+def peak_gb(m: Measurement) -> Optional[float]:
+    """The cell's peak memory in GB: CUDA allocator peak on CUDA, process peak on CPU."""
+    if not m.ok or m.memory is None:
+        return None
+    peak = m.memory.peak_cuda_bytes if m.device.startswith("cuda") else m.memory.peak_rss_bytes
+    return None if peak is None else peak / GB
+
+
+def cell_figures(m: Measurement) -> Dict[str, Any]:
+    """All derived figures of one cell as a JSON-ready dict (``None`` where not measured).
+
+    Example
+    -------
+    >>> m = Measurement(label="c", wall_s=[0.1, 0.2, 0.3], cpu_s=[0.1, 0.2, 0.3],
+    ...                 config={"batch_audio_s": 10.0})
+    >>> f = cell_figures(m)
+    >>> round(f["rtf"]["median"], 6), round(f["rtfx"], 6)
+    (0.02, 50.0)
+    """
+    def as_dict(stats: Optional[Stats]) -> Optional[dict]:
+        return None if stats is None else stats.to_dict()
+
+    return {
+        "status": m.status,
+        "batch_audio_s": m.config.get("batch_audio_s"),
+        "rtf": as_dict(rtf_stats(m, "wall_s")),
+        "rtf_cpu": as_dict(rtf_stats(m, "cpu_s")),
+        "rtf_cuda": as_dict(rtf_stats(m, "cuda_s")),
+        "rtfx": median_rtfx(m),
+        "peak_memory_gb": peak_gb(m),
+    }

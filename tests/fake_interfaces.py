@@ -1,0 +1,189 @@
+"""Test-only pretrained interfaces, loaded by dotted path through the real sweep path.
+
+Each is a genuine ``speechbrain.inference.interfaces.Pretrained`` subclass:
+the sweep loads it with ``from_hparams`` from a folder written by
+:func:`write_model_folder` and calls its ``process`` method through
+``sbprof.interfaces.make_call``, exactly as it would a SpeechBrain model.
+What differs is that their cost (or failure) is known in advance.
+
+Workers import this module by its dotted path, so tests put this folder on
+``sys.path`` and ``PYTHONPATH`` (see :data:`TESTS_DIR`).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from speechbrain.inference.interfaces import Pretrained
+
+TESTS_DIR = Path(__file__).resolve().parent
+
+
+def write_model_folder(folder: Path, **hparams: Any) -> Path:
+    """A model folder ``from_hparams`` can load: hyperparams.yaml with no weights.
+
+    Arguments
+    ---------
+    folder : Path
+        Created if needed.
+    **hparams
+        Plain scalar or list hyperparameters (written as YAML flow values).
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [f"{key}: {value!r}" if not isinstance(value, list) else f"{key}: {value}"
+             for key, value in {"sample_rate": 16000, **hparams}.items()]
+    lines += [
+        "modules: {}",
+        "pretrainer: !new:speechbrain.utils.parameter_transfer.Pretrainer",
+        "    loadables: {}",
+    ]
+    (folder / "hyperparams.yaml").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def _batch_seconds(model: Pretrained, wavs: torch.Tensor) -> float:
+    return wavs.shape[0] * wavs.shape[1] / model.hparams.sample_rate
+
+
+class BusyInterface(Pretrained):
+    """Spins for exactly ``rtf`` x (seconds of audio in the batch) of wall-clock time.
+
+    The spin reads ``time.perf_counter`` until the deadline, so the batch's
+    wall time is the target plus the call's overhead: its true RTF is
+    ``hparams.rtf``.
+    """
+
+    def process(self, wavs: torch.Tensor, wav_lens: torch.Tensor) -> float:
+        deadline = time.perf_counter() + self.hparams.rtf * _batch_seconds(self, wavs)
+        while time.perf_counter() < deadline:
+            pass
+        return deadline
+
+
+class MatmulInterface(Pretrained):
+    """Per second of audio in the batch, ``matmuls_per_second`` products of two n x n matrices.
+
+    Each call also times its own work with ``time.perf_counter`` and appends
+    ``{"samples", "batch", "inner_s"}`` as a JSON line to ``hparams.timing_log``:
+    an independent clock around the same work, read in the same moments.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        n = self.hparams.matrix_size
+        generator = torch.Generator().manual_seed(0)
+        self.a = torch.randn(n, n, generator=generator)
+        self.b = torch.randn(n, n, generator=generator)
+
+    def process(self, wavs: torch.Tensor, wav_lens: torch.Tensor) -> torch.Tensor:
+        t0 = time.perf_counter()
+        out = self.a
+        for _ in range(round(self.hparams.matmuls_per_second * _batch_seconds(self, wavs))):
+            out = self.a @ self.b
+        inner = time.perf_counter() - t0
+        with open(self.hparams.timing_log, "a") as log:
+            log.write(json.dumps({"samples": wavs.shape[1], "batch": wavs.shape[0], "inner_s": inner}) + "\n")
+        return out
+
+
+class FaultyInterface(Pretrained):
+    """Fails in chosen cells: raises, runs out of memory, or kills its own process.
+
+    Hyperparameters (lists may be empty):
+    ``raise_batch_sizes`` -> ValueError; ``oom_from_s`` -> MemoryError for
+    utterances at least that long; ``kill_batch_sizes`` -> SIGKILL, as the
+    kernel's OOM killer would.
+    """
+
+    def process(self, wavs: torch.Tensor, wav_lens: torch.Tensor) -> torch.Tensor:
+        batch, samples = wavs.shape
+        if batch in self.hparams.kill_batch_sizes:
+            os.kill(os.getpid(), signal.SIGKILL)
+        if batch in self.hparams.raise_batch_sizes:
+            raise ValueError(f"fake failure for batch size {batch}")
+        if samples / self.hparams.sample_rate >= self.hparams.oom_from_s:
+            raise MemoryError(f"fake: no memory for {samples} samples")
+        return wavs.sum()
+
+
+def write_sweep_yaml(
+    path: Path,
+    source: str,
+    type_name: str,
+    *,
+    lengths: list = (0.5, 1),
+    batch_sizes: list = (1, 2),
+    example_audio: Any = None,
+    triangle_only: bool = False,
+    export_logs: bool = False,
+    method: Any = None,
+    args: Any = None,
+    warmup: int = 1,
+    measured: int = 2,
+    threads: list = (1,),
+    output_folder: Any = None,
+) -> Path:
+    """A small sweep YAML for tests (one CPU setting by default)."""
+    def flow(value: Any) -> str:
+        if value is None:
+            return "null"
+        if isinstance(value, (list, tuple)):
+            return "[" + ", ".join(str(v) for v in value) + "]"
+        return str(value)
+
+    lines = [
+        "pretrained_model:",
+        f"    source: {source}",
+        f"    type: {type_name}",
+    ]
+    if method is not None:
+        lines.append(f"    method: {method}")
+    if args is not None:
+        lines.append(f"    args: {flow(args)}")
+    lines += [
+        "profiling_dimensions:",
+        f"    audio_mockup_secs: {flow(lengths)}",
+        f"    batch_sizes: {flow(batch_sizes)}",
+        f"    example_audio: {flow(example_audio)}",
+        f"    triangle_only: {triangle_only}",
+        f"    export_logs: {export_logs}",
+        "devices: [cpu]",
+        f"cpu_threads: {flow(threads)}",
+        f"warmup_batches: {warmup}",
+        f"measured_batches: {measured}",
+        "seed: 0",
+        f"output_folder: {flow(output_folder or path.parent / 'out')}",
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def replace_in_file(path: Path, old: str, new: str) -> Path:
+    """Edit a test YAML in place; ``old`` must be there (a silent no-op would test nothing)."""
+    text = path.read_text()
+    if old not in text:
+        raise AssertionError(f"{old!r} not in {path}")
+    path.write_text(text.replace(old, new))
+    return path
+
+
+def use_test_environment(monkeypatch: Any, model_cache: Path) -> None:
+    """Make this module importable by workers and keep built models in ``model_cache``."""
+    monkeypatch.syspath_prepend(str(TESTS_DIR))
+    pythonpath = os.environ.get("PYTHONPATH")
+    monkeypatch.setenv("PYTHONPATH", str(TESTS_DIR) + (os.pathsep + pythonpath if pythonpath else ""))
+    monkeypatch.setenv("SBPROF_CACHE", str(model_cache))
+
+
+class GreedyInterface(Pretrained):
+    """Allocates ``gigabytes_per_audio_s`` x (seconds of audio in the batch) GB on the model's device."""
+
+    def process(self, wavs: torch.Tensor, wav_lens: torch.Tensor) -> torch.Tensor:
+        n_bytes = int(self.hparams.gigabytes_per_audio_s * 1e9 * _batch_seconds(self, wavs))
+        block = torch.empty(n_bytes, dtype=torch.uint8, device=wavs.device)
+        return block[:1].fill_(1)

@@ -1,0 +1,172 @@
+"""Renderers on a hand-built list of Measurements with known samples: golden output, no measuring."""
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from sbprof.memory import MemoryPeak
+from sbprof.record import Env, Measurement
+from sbprof.report import render_results
+from sbprof.report.csv import COLUMNS, render_csv
+from sbprof.report.markdown import render_markdown
+from sbprof.sweep.store import ResultStore
+
+ENV = Env(python="3.11.7", cpu="Test CPU", cpu_count=16, torch="2.14.1", torchaudio="2.11.0",
+          speechbrain="1.1.2", cuda="13.0", gpu="Test GPU")
+BASE = {"model": "encoder_asr", "interface": "EncoderASR", "method": "transcribe_batch",
+        "input": "random:seed=1234", "example_audio": None, "seed": 1234,
+        "warmup_batches": 1, "measured_batches": 4}
+
+
+def cell(device, threads, audio_s, batch_size, status="ok", wall=(), cpu=(), cuda=None, memory=None, message=""):
+    config = dict(BASE, device=device, threads=threads, audio_s=audio_s, batch_size=batch_size,
+                  batch_audio_s=float(audio_s * batch_size))
+    return Measurement(label="c", device=device, num_threads=threads, warmup=1, wall_s=list(wall),
+                       cpu_s=list(cpu), cuda_s=None if cuda is None else list(cuda), memory=memory,
+                       config=config, status=status, message=message, env=ENV)
+
+
+def measurements():
+    """Known samples: e.g. CPU (1 s, batch 1) takes 0.1..0.4 s -> RTF median 0.25, quartiles 0.175 / 0.325."""
+    cpu_mem = MemoryPeak(peak_rss_bytes=1_234_567_890, peak_rss_delta_bytes=1000, rss_method="clear_refs")
+    gpu_mem = MemoryPeak(peak_rss_bytes=3_000_000_000, peak_cuda_bytes=512_000_000, peak_cuda_delta_bytes=10)
+    return [
+        cell("cpu", 1, 1, 1, wall=[0.1, 0.2, 0.3, 0.4], cpu=[0.1, 0.2, 0.3, 0.4], memory=cpu_mem),
+        cell("cpu", 1, 1, 2, status="skipped", message="skipped by the triangle rule"),
+        cell("cpu", 1, 2, 1, status="oom", message="MemoryError: no memory"),
+        cell("cpu", 1, 2, 2, status="error",
+             message="RuntimeError: shape | mismatch in layer 3 of the encoder, deep inside"),
+        cell("cuda:0", 8, 1, 1, wall=[0.01, 0.02, 0.03, 0.04], cpu=[0.008, 0.009, 0.01, 0.011],
+             cuda=[0.004, 0.005, 0.006, 0.007], memory=gpu_mem),
+        cell("cuda:0", 8, 1, 2, wall=[0.02] * 4, cpu=[0.01] * 4, cuda=[0.015] * 4, memory=gpu_mem),
+        cell("cuda:0", 8, 2, 1, wall=[0.03] * 4, cpu=[0.02] * 4, cuda=[0.025] * 4, memory=gpu_mem),
+    ]
+
+
+GOLDEN = r"""# sbprof profiling report
+
+- **Model**: `encoder_asr` through `EncoderASR`, method `transcribe_batch`
+- **Input**: seeded white Gaussian noise (`random:seed=1234`)
+- **Schedule**: 1 warm-up batch, then 4 measured batches per cell; each (device, threads) setting runs in a fresh worker process
+- **Environment**: torch 2.14.1, torchaudio 2.11.0, speechbrain 1.1.2, Python 3.11.7; CPU: Test CPU (16 logical cores); GPU: Test GPU (CUDA 13.0)
+- **Cells**: 4 measured, 1 skipped, 1 out of memory, 1 failed
+
+Cells show `skipped` when pruned by the triangle rule, `OOM` when the batch ran out of memory, `error: ...` when it raised (the full message is in results.json), `not measured` when no result exists yet.
+
+## cuda:0, 8 threads
+
+### Real-time factor (RTF)
+
+RTF = real-time factor: processing time of a batch / total seconds of audio in the batch (lower is faster; < 1 is faster than real time). Processing time is the wall-clock time of one call, device synchronised before and after. Each cell: median [first quartile, third quartile] over the 4 measured batches.
+
+| audio \ batch   | 1                       | 2                       |
+|-----------------|-------------------------|-------------------------|
+| 1 s             | 0.0250 [0.0175, 0.0325] | 0.0100 [0.0100, 0.0100] |
+| 2 s             | 0.0150 [0.0150, 0.0150] | not measured            |
+
+### RTF split, CPU + CUDA
+
+`CPU + CUDA` as in SpeechBrain's published tables, medians over the measured batches: CPU part = CPU time of the whole process (user + system, all threads) during one call / audio seconds; CUDA part = GPU time between CUDA events recorded before and after one call / audio seconds. The two run at the same time (the host queues kernels while the GPU runs them), so their sum is not the wall-clock RTF above.
+
+| audio \ batch   | 1                   | 2                   |
+|-----------------|---------------------|---------------------|
+| 1 s             | 9.50E-03 + 5.50E-03 | 5.00E-03 + 7.50E-03 |
+| 2 s             | 1.00E-02 + 1.25E-02 | not measured        |
+
+### RTFx
+
+RTFx = inverse real-time factor: total seconds of audio in the batch / processing time (higher is faster), from the median batch time (= 1 / median RTF).
+
+| audio \ batch   | 1    | 2            |
+|-----------------|------|--------------|
+| 1 s             | 40.0 | 100          |
+| 2 s             | 66.7 | not measured |
+
+### Peak memory (GB)
+
+Peak memory in GB (10^9 bytes) = peak memory allocated by PyTorch's CUDA caching allocator during the measured calls (model weights included).
+
+| audio \ batch   | 1     | 2            |
+|-----------------|-------|--------------|
+| 1 s             | 0.512 | 0.512        |
+| 2 s             | 0.512 | not measured |
+
+## cpu, 1 thread
+
+### Real-time factor (RTF)
+
+RTF = real-time factor: processing time of a batch / total seconds of audio in the batch (lower is faster; < 1 is faster than real time). Processing time is the wall-clock time of one call, device synchronised before and after. Each cell: median [first quartile, third quartile] over the 4 measured batches.
+
+| audio \ batch   | 1                    | 2                                               |
+|-----------------|----------------------|-------------------------------------------------|
+| 1 s             | 0.250 [0.175, 0.325] | skipped                                         |
+| 2 s             | OOM                  | error: RuntimeError: shape / mismatch in layer… |
+
+### RTFx
+
+RTFx = inverse real-time factor: total seconds of audio in the batch / processing time (higher is faster), from the median batch time (= 1 / median RTF).
+
+| audio \ batch   | 1    | 2                                               |
+|-----------------|------|-------------------------------------------------|
+| 1 s             | 4.00 | skipped                                         |
+| 2 s             | OOM  | error: RuntimeError: shape / mismatch in layer… |
+
+### Peak memory (GB)
+
+Peak memory in GB (10^9 bytes) = peak resident memory of the whole process during the measured calls (model weights included).
+
+| audio \ batch   | 1     | 2                                               |
+|-----------------|-------|-------------------------------------------------|
+| 1 s             | 1.235 | skipped                                         |
+| 2 s             | OOM   | error: RuntimeError: shape / mismatch in layer… |
+"""
+
+
+def test_golden_markdown():
+    assert render_markdown(measurements()) == GOLDEN
+
+
+def test_order_of_records_does_not_matter():
+    assert render_markdown(list(reversed(measurements()))) == GOLDEN
+
+
+def test_empty_report():
+    assert "No cells recorded yet" in render_markdown([])
+
+
+def test_csv_has_one_row_per_cell_with_all_numbers():
+    rows = list(csv.DictReader(io.StringIO(render_csv(measurements()))))
+    assert tuple(rows[0]) == COLUMNS
+    assert [(r["device"], r["audio_s"], r["batch_size"], r["status"]) for r in rows] == [
+        ("cuda:0", "1", "1", "ok"), ("cuda:0", "1", "2", "ok"), ("cuda:0", "2", "1", "ok"),
+        ("cpu", "1", "1", "ok"), ("cpu", "1", "2", "skipped"), ("cpu", "2", "1", "oom"), ("cpu", "2", "2", "error")]
+    gpu, cpu = rows[0], rows[3]
+    assert float(cpu["rtf_median"]) == pytest.approx(0.25)
+    assert float(cpu["rtf_q1"]) == pytest.approx(0.175) and float(cpu["rtf_q3"]) == pytest.approx(0.325)
+    assert float(cpu["rtfx"]) == pytest.approx(4.0)
+    assert float(cpu["peak_memory_gb"]) == pytest.approx(1.23456789)
+    assert cpu["rtf_cuda_median"] == "" and cpu["peak_cuda_bytes"] == ""
+    assert float(gpu["rtf_cuda_median"]) == pytest.approx(0.0055)
+    assert float(gpu["peak_memory_gb"]) == pytest.approx(0.512)  # CUDA allocator peak on CUDA
+    assert rows[6]["message"].endswith("deep inside")  # the CSV keeps the whole message
+
+
+def test_render_results_rereads_a_results_file(tmp_path):
+    store = ResultStore(tmp_path, {"model": "encoder_asr"})
+    store.add_many(measurements())
+    outputs = render_results(tmp_path / "results.json")
+    assert outputs["report"].read_text() == GOLDEN
+    assert outputs["csv"].read_text() == render_csv(measurements())
+
+
+def test_machine_load_is_stated_and_contention_flagged():
+    quiet, busy = measurements()[:1], measurements()[:1]
+    quiet[0].extra["loadavg_1m"] = 1.04
+    busy[0].extra["loadavg_1m"] = 17.5  # ENV has 16 cores
+    quiet_report = render_markdown(quiet)
+    assert "1-minute load average read after each cell was 1.04-1.04 on 16 logical cores" in quiet_report
+    assert "upper bounds" not in quiet_report
+    assert "other processes competed for the CPU, so read these times as upper bounds" in render_markdown(busy)
+    assert "Machine load" not in GOLDEN  # records without a load reading: no claim about it
