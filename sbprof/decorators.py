@@ -198,8 +198,10 @@ class StepProfiler(tprof.profile):
     def key_averages(self, group_by_input_shape: bool = False, group_by_stack_n: int = 0,
                      group_by_overload_name: bool = False, include_python_functions: bool = False) -> EventList:
         """Events aggregated by operator (as ``torch.profiler.profile.key_averages``)."""
-        return self.events().key_averages(group_by_input_shape, group_by_stack_n, group_by_overload_name,
-                                          include_python_functions)
+        # Older torch (2.4-2.11) lacks the last two grouping options: pass them only when asked.
+        extra = {k: v for k, v in (("group_by_overload_name", group_by_overload_name),
+                                   ("include_python_functions", include_python_functions)) if v}
+        return self.events().key_averages(group_by_input_shape, group_by_stack_n, **extra)
 
     def measurement(self, hook: str) -> Measurement:
         """The wall times of every call of one hooked method as a :class:`Measurement`."""

@@ -14,11 +14,14 @@ report that as a measurement).
 """
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import asdict, dataclass
 from typing import Optional
 
 import psutil
+
+from sbprof.errors import BackendUnavailable
 
 _STATUS = "/proc/self/status"
 _CLEAR_REFS = "/proc/self/clear_refs"
@@ -56,12 +59,21 @@ def _read_status_kib(field: str) -> int:
     raise KeyError(field)
 
 
+@functools.lru_cache(maxsize=None)
 def _can_reset_hwm() -> bool:
+    """Whether writing ``5`` to clear_refs really resets VmHWM on this kernel.
+
+    Some kernels accept the write and do nothing (seen in a Firecracker
+    guest), so we check the effect: raise the mark with a touched 32 MiB
+    buffer, free it, reset, and see the mark fall back near the RSS.
+    """
+    probe = 32 * 2**20
     try:
+        buf = b"\x01" * probe  # written, so every page becomes resident
+        del buf
         with open(_CLEAR_REFS, "w") as f:
             f.write("5")
-        _read_status_kib("VmHWM")
-        return True
+        return _read_status_kib("VmHWM") < _read_status_kib("VmRSS") + probe // 2
     except (OSError, KeyError):
         return False
 
@@ -86,6 +98,9 @@ class CpuPeak:
             method = "clear_refs" if _can_reset_hwm() else "psutil_sampling"
         if method not in ("clear_refs", "psutil_sampling"):
             raise ValueError(f"unknown CPU peak method {method!r}")
+        if method == "clear_refs" and not _can_reset_hwm():
+            raise BackendUnavailable("this kernel does not reset VmHWM through /proc/self/clear_refs; "
+                                     "use method='psutil_sampling'")
         self.method = method
         self._proc = psutil.Process()
         self._baseline = 0

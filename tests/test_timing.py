@@ -64,10 +64,19 @@ def test_cpu_time_of_busy_loop_on_one_thread_tracks_wall():
     assert m.summary("cpu_s").median == pytest.approx(m.summary("wall_s").median, rel=0.35)
 
 
+def _hold(mib):
+    def alloc():
+        x = torch.ones(mib * MiB // 4)
+        time.sleep(0.05)  # long enough for the 1 ms sampling fallback, where it is used
+        del x
+    return alloc
+
+
 def test_known_allocation_and_no_leak_between_measurements():
-    big = measure(lambda: torch.ones(512 * MiB // 4), warmup=0, repeats=1)
-    small = measure(lambda: torch.ones(256 * MiB // 4), warmup=0, repeats=2)
-    assert 255 * MiB <= small.memory.peak_rss_delta_bytes < 256 * MiB + 16 * MiB
+    big = measure(_hold(512), warmup=0, repeats=1)
+    small = measure(_hold(256), warmup=0, repeats=2)
+    # resident growth: up to 4 MiB of already-resident heap may be reused (see test_memory)
+    assert 256 * MiB - 4 * MiB <= small.memory.peak_rss_delta_bytes < 256 * MiB + 16 * MiB
     assert small.memory.rss_method in ("clear_refs", "psutil_sampling")
     assert small.memory.peak_cuda_bytes is None  # never a fake 0 from a CUDA-less machine
     if small.memory.rss_method == "clear_refs":
