@@ -477,12 +477,7 @@ def profile_optimiser(func: Any = None, class_hooks: Optional[Iterable[str]] = N
     >>> prof.step_num
     4
     """
-    sched = schedule(**schedule_args)
-    options = _Options(class_hooks, None, sched, None, record_shapes=False, profile_memory=True,
-                       with_stack=False, with_flops=False, with_modules=False)
-    if func is None:
-        return lambda target: _apply(target, options)
-    return _apply(func, options)
+    return _scheduled(func, class_hooks, schedule_args, detailed=False)
 
 
 def profile_analyst(func: Any = None, class_hooks: Optional[Iterable[str]] = None,
@@ -504,9 +499,14 @@ def profile_analyst(func: Any = None, class_hooks: Optional[Iterable[str]] = Non
     >>> sum(e.flops for e in prof.key_averages()) > 0
     True
     """
-    sched = schedule(**schedule_args)
-    options = _Options(class_hooks, None, sched, None, record_shapes=True, profile_memory=True,
-                       with_stack=True, with_flops=True, with_modules=False)
+    return _scheduled(func, class_hooks, schedule_args, detailed=True)
+
+
+def _scheduled(func: Any, class_hooks: Optional[Iterable[str]], schedule_args: Dict[str, int],
+               detailed: bool) -> Any:
+    """The optimiser (``detailed=False``) or analyst profile: memory always, detail on demand."""
+    options = _Options(class_hooks, None, schedule(**schedule_args), None, record_shapes=detailed,
+                       profile_memory=True, with_stack=detailed, with_flops=detailed, with_modules=False)
     if func is None:
         return lambda target: _apply(target, options)
     return _apply(func, options)
