@@ -321,3 +321,14 @@ def test_profile_pretrained_interface_transcribe_batch(encoder_asr):
     # the operator time sits inside the timed calls
     cpu_us, _ = report_time(asr)
     assert 0 < cpu_us <= sum(prof.step_wall_s["transcribe_batch"]) * 1e6
+
+
+def test_schedule_and_export_on_a_profiled_instance(tmp_path):
+    brain = profile(make_brain())
+    schedule(brain, wait=0, warmup=1, active=2)
+    export(brain, dir_name=str(tmp_path))
+    brain.fit(range(1), data(5))
+    prof = brain.profiler
+    assert prof.has_schedule and prof.step_num == 5
+    assert recorded_steps(prof) == 2  # the new schedule governs; each batch still one step
+    assert len(list(tmp_path.glob("*.pt.trace.json"))) == 1
