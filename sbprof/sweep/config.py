@@ -111,7 +111,6 @@ class SweepConfig:
     measured_batches: int = 5
     seed: int = 1234
     output_folder: str = "results/profile"
-    config_file: str = ""
     progress_bar: bool = True
     settings: Tuple[Setting, ...] = field(default=(), compare=False)
 
@@ -395,7 +394,6 @@ def validate(tree: Mapping[str, Any], file: str, base: Path, run_options: Option
         measured_batches=_count(tree.get("measured_batches", 5), file, "measured_batches", 1),
         seed=_count(tree.get("seed", 1234), file, "seed", 0),
         output_folder=str(Path(os.path.expanduser(output_folder)).resolve()),
-        config_file=str(Path(file).resolve()),
         progress_bar=not run_options.get("noprogressbar", False),
     )
 
