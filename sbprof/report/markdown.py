@@ -98,10 +98,11 @@ def _rtf_definition(cells: Dict[GridKey, Runs], n_measured: int) -> str:
                      if sum(m.ok for m in r) > 1})
     return base + (
         "Each cell: median over runs [run-to-run interval] +-within-run spread (runs). The median over runs is the "
-        "median of each run's median batch; the interval covers the median over runs with the confidence stated "
-        f"(here {', '.join(f'{c} %' for c in levels)}: a distribution-free interval from the runs' order statistics; "
-        "with fewer than 6 runs it is their min-max, whose exact level is 1 - 2 x 0.5^runs); the +-% is half the "
-        "median within-run interquartile range, what one run's batches alone would suggest.")
+        "median of each run's median batch; the interval is where a repeat of this sweep (as many runs) should put "
+        f"that median, with the confidence stated (here {', '.join(f'{c} %' for c in levels)}: a prediction interval "
+        "from the spread of the run medians, taken as log-normal, with Student's t; results.json's `summary` also keeps "
+        "the narrower confidence interval for the median itself); the +-% is half the median within-run interquartile range, "
+        "what one run's batches alone would suggest.")
 
 
 def _setting_section(device: str, threads: int, records: Sequence[Measurement], audio_secs: Sequence[float],

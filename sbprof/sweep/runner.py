@@ -25,7 +25,7 @@ from sbprof.predictions import predict_cells
 from sbprof.interfaces import resolve_interface
 from sbprof.record import Cell, Measurement
 from sbprof.results.store import MACHINE_KEYS, Results, ResultStore
-from sbprof.runs import noise_floor, rtf_over_runs
+from sbprof.runs import group_runs, noise_floor, rtf_over_runs
 from sbprof.audio import input_kind
 from sbprof.grid import cell_label, make_grid
 from sbprof.sweep.schema import Setting, SweepConfig
@@ -39,8 +39,18 @@ NOISE_FLOOR_RUNS = 4
 
 
 def summarise_sweep(results: Results) -> Dict[str, Any]:
-    """The ``summary`` block of a sweep's results.json: predicted cells, kept apart from measured ones."""
-    return {"predicted": [p.to_dict() for p in predict_cells(results.records)]}
+    """The ``summary`` block of a sweep's results.json, derived from the records (never read back as data).
+
+    ``rtf``: per cell measured in several runs, the RTF over runs with both
+    intervals (next-run and the median's); ``predicted``: predicted cells,
+    kept apart from measured ones.
+    """
+    over_runs = []
+    for runs in group_runs(results.records).values():
+        summary = rtf_over_runs(runs)
+        if summary is not None and summary.interval.runs > 1:
+            over_runs.append({"cell": runs[0].cell.to_dict(), **summary.to_dict()})
+    return {"rtf": over_runs, "predicted": [p.to_dict() for p in predict_cells(results.records)]}
 
 
 @dataclass

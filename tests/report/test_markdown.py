@@ -280,12 +280,18 @@ def rtf_table(report):
 
 
 def test_runs_show_the_median_over_runs_and_its_interval():
-    # three runs at RTF 0.10, 0.11, 0.12: median 0.11, min-max [0.10, 0.12] (75 % with 3 runs), no spread within a run
+    # three runs at RTF 0.10, 0.11, 0.12: median 0.11; the next-run interval by hand: sd of the logs,
+    # t(2 degrees of freedom, 97.5 %) = 4.302653, half-width t * sd * sqrt(pi / 3) in log space.
+    import math
+    import statistics
+
     records = grid_records(lambda a, b, r: 0.10 + 0.01 * r, [1], [1], runs=3)
     report = render_markdown(results(records))
     table, _ = rtf_table(report)
-    assert table["1 s"]["1"] == "0.110 [0.100, 0.120] ±0.0% (3)*"  # * : +-3 % at 95 % not reached
-    assert "(here 75 %" in report and "0 of 1 cells met the target" in report
+    half = 4.302653 * statistics.stdev(math.log(x) for x in (0.10, 0.11, 0.12)) * math.sqrt(math.pi / 3)
+    low, high = (f"{0.11 * math.exp(h):.3g}" for h in (-half, half))
+    assert table["1 s"]["1"] == f"0.110 [{low}, {high}] ±0.0% (3)*"  # * : +-3 % not reached
+    assert "(here 95 %" in report and "0 of 1 cells met the target" in report
 
 
 def test_noise_floor_is_stated_and_flagged_when_high():
