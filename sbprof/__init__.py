@@ -9,6 +9,9 @@ Public API (everything else is internal):
 - SpeechBrain-style decorators: :func:`profile`, :func:`profile_optimiser`,
   :func:`profile_analyst`, :func:`schedule`, :func:`export`, :func:`step`,
   :func:`report_time`, :func:`report_memory`, :func:`events_diff`;
+- per-module attribution: :class:`ModuleAttribution` -> :class:`ModuleBreakdown`,
+  :func:`module_memory`; energy: :class:`EnergyMeter`; the regression
+  gate: :func:`gate` (two :class:`Results` -> verdicts);
 - the profiling recipe: :func:`load_config` -> :class:`SweepConfig`,
   :func:`run_sweep`, :func:`grid_picture`; renderers :func:`render_results`,
   :func:`render_markdown`, :func:`render_csv`, :func:`write_reports`.
@@ -44,6 +47,9 @@ _EXPORTS: Dict[str, str] = {
     **dict.fromkeys(("METRICS", "Stats", "rtf", "rtfx", "summarise"), "sbprof.stats"),
     **dict.fromkeys(("SweepConfig", "SweepOutcome", "grid_picture", "load_config", "run_sweep"), "sbprof.sweep"),
     "measure": "sbprof.timing",
+    **dict.fromkeys(("ModuleAttribution", "ModuleBreakdown", "module_memory"), "sbprof.modules"),
+    "EnergyMeter": "sbprof.energy.meter",
+    "gate": "sbprof.compare.gate",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -39,6 +39,7 @@ from torch.autograd.profiler import record_function
 
 from sbprof.checks import check_int
 from sbprof.errors import ConfigError, MeasurementError
+from sbprof.modules.memory import MEMORY_NOTE, module_memory
 from sbprof.modules.result import ModuleBreakdown, build_breakdown
 from sbprof.modules.selection import DEFAULT, select_modules
 from sbprof.modules.steps import StepRecord, newest_node, now, sequence_nr
@@ -48,11 +49,10 @@ MODES = ("light", "detailed")
 FORWARD_LABEL = "sbprof.forward:"
 BACKWARD_LABEL = "sbprof.backward:"
 OPTIMIZER_LABEL = "sbprof.optimizer:"
-MEMORY_NOTE = ("Backward memory of a module whose inputs need no gradient runs to the end of the backward "
-               "(MemTracker's module boundaries).")
 MAX_STEPS = 2000
 SESSION = "session"
 """Name of the step that holds whatever ran inside the context but outside explicit steps."""
+
 
 class ModuleAttribution:
     """Times the selected modules of a model, forward and backward, and optimiser steps.
@@ -362,8 +362,6 @@ class ModuleAttribution:
 
         The step is not timed (the tracker slows every operator) and not recorded as a step.
         """
-        from sbprof.modules.memory import module_memory
-
         paused, self._step = self._step, None
         try:
             self._memory = module_memory(self.root, run_step, self.names, self.optimizers)

@@ -32,6 +32,8 @@ from sbprof.errors import BackendUnavailable
 
 CATEGORIES = ("Parameter", "Buffer", "Gradient", "Activation", "Temp", "Optstate", "Other")
 TOTAL = "Total"
+MEMORY_NOTE = ("Backward memory of a module whose inputs need no gradient runs to the end of the backward "
+               "(MemTracker's module boundaries).")
 
 
 def _device_snapshot(snapshot: Dict[Any, Dict[Any, int]], device: torch.device) -> Dict[str, int]:
