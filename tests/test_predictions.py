@@ -1,0 +1,47 @@
+"""Predicted cells against measured ones: fit on the triangle of a real model's full grid, predict the corner."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fake_interfaces import use_test_environment, write_sweep_yaml
+from sbprof.predictions import held_out_validation
+from sbprof.report import write_reports
+from sbprof.results import FolderLock, load_results, prepare_output_folder
+from sbprof.sweep.config import load_config
+from sbprof.sweep.runner import run_sweep
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "sbprof" / "data" / "example_audio.wav"
+
+
+@pytest.fixture(autouse=True)
+def environment(monkeypatch, tmp_path_factory):
+    use_test_environment(monkeypatch, tmp_path_factory.getbasetemp() / "sbprof-models")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model, interface", [("encoder_asr", "EncoderASR"),
+                                              ("encoder_decoder_asr", "EncoderDecoderASR")])
+def test_triangle_predicts_the_measured_corner_of_a_real_model(tmp_path, model, interface):
+    """Peak memory of the corner predicted within 15 % (median relative error); every figure validated.
+
+    Batch time is validated and printed in the report but not held to 15 %: on this 2-core machine its
+    median error was 6-38 % over six runs of this test (encoder_asr under-predicted by 22-40 % in the
+    corner, whose RTF rises with B x L faster than the triangle shows), and the memory one batch adds
+    9-25 % (glibc's reuse of freed heap makes it depend on batch size beyond B x L at these sizes).
+    Peak memory: 0.2-1.1 %.
+    """
+    path = write_sweep_yaml(tmp_path / "s.yaml", model, interface, example_audio=EXAMPLE, triangle_only=False,
+                            lengths=[0.5, 1, 2, 4], batch_sizes=[1, 2, 4], warmup=2, measured=5,
+                            output_folder=tmp_path / "out")
+    cfg = load_config(path, None, {"noprogressbar": True})
+    folder = prepare_output_folder(cfg.output_folder)
+    with FolderLock(folder):
+        run_sweep(cfg, log=lambda line: None, on_progress=lambda results: write_reports(results, folder))
+    reports = held_out_validation(load_results(folder).records)
+    errors = {figure: r.median_abs_rel_error for (_, figure), r in reports.items()}
+    assert set(errors) == {"time_s", "batch_memory_bytes", "peak_memory_bytes"}
+    assert errors["peak_memory_bytes"] <= 0.15, errors
+    assert all(0 <= e < float("inf") for e in errors.values()), errors
+    assert "Held-out validation of the predictions" in (folder / "report.md").read_text()
