@@ -7,7 +7,8 @@ import signal
 import sys
 import threading
 from contextlib import contextmanager
-from typing import Iterator
+from pathlib import Path
+from typing import Callable, Dict, Iterator, List
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -53,3 +54,29 @@ def run_recipe(script: str, module: str, prog: str) -> int:
     folder = os.path.realpath(os.path.dirname(script))
     sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != folder]
     return importlib.import_module(module).main(sys.argv[1:], prog=prog)
+
+
+def print_outputs(outputs: Dict[str, Path]) -> None:
+    """One ``name: path`` line per file a command wrote."""
+    for name, path in outputs.items():
+        print(f"{name}: {path}")
+
+
+def render_only(target: str, rest: List[str], render: Callable[[str], Dict[str, Path]]) -> int:
+    """``--render-only RESULTS``: re-render saved results, nothing measured; bad input is one line and exit 2.
+
+    ``render`` reads ``target`` (a results.json or its folder), writes the reports and returns what it wrote;
+    it raises :class:`~sbprof.errors.SbprofError` for a file it cannot render.
+    """
+    from sbprof.errors import SbprofError
+
+    if rest:
+        error(f"--render-only takes no other arguments, got {' '.join(rest)}")
+        return EXIT_CONFIG
+    try:
+        outputs = render(target)
+    except SbprofError as exc:
+        error(str(exc))
+        return EXIT_CONFIG
+    print_outputs(outputs)
+    return EXIT_OK

@@ -21,7 +21,8 @@ import sys
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
-from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, error, sigterm_interrupts
+from sbprof.cli.common import (EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, error, print_outputs, render_only,
+                               sigterm_interrupts)
 from sbprof.errors import ConfigError, SbprofError
 
 FLAGS = ("noprogressbar",)
@@ -49,26 +50,12 @@ def parse_threshold(text: str) -> float:
     return value
 
 
-def _print_outputs(outputs: Dict[str, Path]) -> None:
-    for name, path in outputs.items():
-        print(f"{name}: {path}")
-
-
-def _render_only(target: str, rest: List[str]) -> int:
-    if rest:
-        error(f"--render-only takes no other arguments, got {' '.join(rest)}")
-        return EXIT_CONFIG
+def _render(target: str) -> Dict[str, Path]:
     from sbprof.report.comparison import write_comparison_reports
     from sbprof.results import load_results
 
-    try:
-        path = Path(target)
-        outputs = write_comparison_reports(load_results(path), path if path.is_dir() else path.parent)
-    except SbprofError as exc:
-        error(str(exc))
-        return EXIT_CONFIG
-    _print_outputs(outputs)
-    return EXIT_OK
+    path = Path(target)
+    return write_comparison_reports(load_results(path), path if path.is_dir() else path.parent)
 
 
 def compare_models(argv: List[str], prog: str) -> int:
@@ -86,7 +73,7 @@ def compare_models(argv: List[str], prog: str) -> int:
                         "from an existing results.json (or its folder) without measuring")
     args, rest = parser.parse_known_args(argv)
     if args.render_only:
-        return _render_only(args.render_only, rest)
+        return render_only(args.render_only, rest, _render)
     from sbprof.cli.overrides import parse_command_line
 
     try:
@@ -117,7 +104,7 @@ def compare_models(argv: List[str], prog: str) -> int:
         error(str(exc))
         return EXIT_FAILED
     print(f"measured {outcome.measured} point(s) ({outcome.failed} failed), {outcome.resumed} already done")
-    _print_outputs({**outputs, "results": outcome.results})
+    print_outputs({**outputs, "results": outcome.results})
     return EXIT_OK
 
 
@@ -143,7 +130,7 @@ def merge(argv: List[str], prog: str) -> int:
     except OSError as exc:
         error(f"cannot write the report in {args.output}: {exc.strerror or exc}")
         return EXIT_FAILED
-    _print_outputs(outputs)
+    print_outputs(outputs)
     return EXIT_OK
 
 

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Optional
 
-from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, error, sigterm_interrupts
+from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, error, render_only, sigterm_interrupts
 from sbprof.errors import ConfigError, SbprofError
 
 if TYPE_CHECKING:
@@ -47,20 +47,10 @@ def parser(prog: str = "sbprof profile") -> argparse.ArgumentParser:
     return p
 
 
-def _render_only(target: str, rest: List[str]) -> int:
-    if rest:
-        error(f"--render-only takes no other arguments, got {' '.join(rest)}")
-        return EXIT_CONFIG
+def _render(target: str) -> Dict[str, Path]:
     from sbprof.report import render_results
 
-    try:
-        outputs = render_results(target)
-    except SbprofError as exc:
-        error(str(exc))
-        return EXIT_CONFIG
-    for name, path in outputs.items():
-        print(f"{name}: {path}")
-    return 0
+    return render_results(target)
 
 
 def main(argv: Optional[List[str]] = None, prog: str = "sbprof-profile") -> int:
@@ -68,7 +58,7 @@ def main(argv: Optional[List[str]] = None, prog: str = "sbprof-profile") -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args, rest = parser(prog).parse_known_args(argv)
     if args.render_only:
-        return _render_only(args.render_only, rest)
+        return render_only(args.render_only, rest, _render)
 
     from sbprof.cli.overrides import parse_command_line
 

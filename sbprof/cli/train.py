@@ -15,9 +15,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import Dict, List, Optional
 
-from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, error, sigterm_interrupts
+from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, error, render_only, sigterm_interrupts
 from sbprof.errors import ConfigError, SbprofError
 
 SCHEMA_KEYS = ("variants", "device", "threads", "seed", "learning_rate", "model", "data", "steps", "profiling",
@@ -46,26 +46,18 @@ def write_report(folder: Path, text: str) -> Path:
     return path
 
 
-def _render_only(target: str, rest: List[str]) -> int:
-    if rest:
-        error(f"--render-only takes no other arguments, got {' '.join(rest)}")
-        return EXIT_CONFIG
+def _render(target: str) -> Dict[str, Path]:
+    from sbprof.errors import ConfigError
     from sbprof.report.train_markdown import render_train
     from sbprof.results import load_results
 
-    try:
-        results = load_results(target)
-    except SbprofError as exc:
-        error(str(exc))
-        return EXIT_CONFIG
+    results = load_results(target)
     if results.job != "train":
-        error(f"{target} holds a {results.job!r} run, not a training profile")
-        return EXIT_CONFIG
+        raise ConfigError(f"{target} holds a {results.job!r} run, not a training profile")
     path = Path(target)
     text = render_train(results)
     print(text)
-    print(f"report: {write_report(path if path.is_dir() else path.parent, text)}")
-    return 0
+    return {"report": write_report(path if path.is_dir() else path.parent, text)}
 
 
 def main(argv: Optional[List[str]] = None, prog: str = "sbprof train") -> int:
@@ -73,7 +65,7 @@ def main(argv: Optional[List[str]] = None, prog: str = "sbprof train") -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args, rest = parser(prog).parse_known_args(argv)
     if args.render_only:
-        return _render_only(args.render_only, rest)
+        return render_only(args.render_only, rest, _render)
     from sbprof.cli.overrides import parse_command_line
 
     try:
