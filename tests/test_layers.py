@@ -77,14 +77,14 @@ MEASURING = ("sbprof.timing", "sbprof.memory", "sbprof.workers", "sbprof.energy"
              "sbprof.decorators", "sbprof.modules")
 
 
-def test_renderers_never_measure_and_runners_never_render():
+def test_renderers_never_measure_and_measuring_code_never_renders():
     graph = imports()
     for module, targets in graph.items():
         if module.startswith("sbprof.report"):
             wrong = [t for t in targets if t.startswith(MEASURING) or t.endswith((".runner", ".job", ".worker"))]
             assert not wrong, f"renderer {module} imports measuring code {wrong}"
-        if module.endswith((".runner", ".job", ".worker")):
-            assert not any(t.startswith("sbprof.report") for t in targets), module
+        if module.endswith((".runner", ".job", ".worker")) or module.startswith(MEASURING):
+            assert not any(t.startswith("sbprof.report") for t in targets), f"{module} measures and formats"
 
 
 def test_no_import_cycle():

@@ -29,7 +29,6 @@ from sbprof.analysis.growth import GrowthChoice, GrowthFit, choose_growth_law, c
 from sbprof.errors import ConfigError
 from sbprof.figures import batch_memory_gb, peak_gb
 from sbprof.record import Energy, Measurement
-from sbprof.report.format import status_text
 from sbprof.results.store import Results
 from sbprof.stats import summarise
 
@@ -134,7 +133,7 @@ class Series:
     model: str
     params: Optional[int]
     points: Tuple[Point, ...]
-    failures: Tuple[Tuple[float, str], ...]
+    failures: Tuple[Tuple[float, Measurement], ...]
     growth: Optional[GrowthChoice]
     power: Optional[GrowthFit]
     growth_note: str = ""
@@ -190,7 +189,7 @@ def build_series(results: Results) -> List[Series]:
                 points.append(summarise_point(x, ok))
                 run_medians[x] = [summarise(m.wall_s).median for m in ok]
             else:
-                failures.append((x, status_text(by_x[x][0]) or "no samples"))
+                failures.append((x, by_x[x][0]))  # its record: renderers say what went wrong
         params = next((m.counts.params for m in records if m.counts is not None and m.counts.params), None)
         choice, power, note = _fit(run_medians) if points else (None, None, "no point measured")
         out.append(Series(variant=variant, model=records[0].cell.model, params=params, points=tuple(points),

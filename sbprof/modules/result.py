@@ -97,12 +97,6 @@ class ModuleBreakdown:
         values["rows"] = [ModuleRow(**row) for row in data.get("rows", ())]
         return cls(**values)
 
-    def markdown(self) -> str:
-        """The tables as markdown (:func:`sbprof.report.modules_markdown.render_breakdown`)."""
-        from sbprof.report.modules_markdown import render_breakdown
-
-        return render_breakdown(self.to_dict())
-
 
 def nesting_depth(names: Sequence[str]) -> Dict[str, int]:
     """How many of the other names are ancestors of each name (its indentation).

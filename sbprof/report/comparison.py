@@ -172,7 +172,8 @@ def render_comparison(results: Results, plots: Optional[Dict[str, str]] = None,
                          f"{p.runs}" + (f" ({sig3(p.run_min_s * MS)}-{sig3(p.run_max_s * MS)})" if p.runs > 1 else ""),
                          sig3(p.rtfx) if p.rtfx else "n/a", _memory_mb(p.batch_memory_gb),
                          "n/a" if p.peak_memory_gb is None else f"{p.peak_memory_gb:.3f}", _energy_cell(p)])
-        rows += [[s.variant, x_text(x, vary), text, "", "", "", "", ""] for x, text in s.failures]
+        rows += [[s.variant, x_text(x, vary), status_text(m) or "no samples", "", "", "", "", ""]
+                 for x, m in s.failures]
     lines += ["", "## Per point", "",
               f"Latency: {METRICS['wall_s'].definition}, in ms: median over runs of each run's median "
               "[first, third quartile of all calls]; runs: fresh worker processes (smallest-largest run median). "

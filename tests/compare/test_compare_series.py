@@ -79,7 +79,8 @@ def test_no_crossover_when_one_variant_is_faster_everywhere():
 def test_failed_points_are_listed_and_too_few_points_leave_the_law_unfitted():
     records = [record("v", 1.0, 0, [0.1]), record("v", 2.0, 0, [0.2]), record("v", 4.0, 0, [], status="oom")]
     series, = build_series(results_of(records))
-    assert series.failures == ((4.0, "OOM"),)
+    (x, failed), = series.failures
+    assert x == 4.0 and failed.status == "oom"  # the record itself: renderers word it
     assert series.growth is None and "at least 3 distinct sizes" in series.growth_note
     assert series.power is not None and series.power.exponent_interval is None  # 2 points: no interval
     assert math.isclose(series.power.coefficients[1], 1.0)

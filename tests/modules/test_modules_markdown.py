@@ -31,5 +31,5 @@ def test_memory_table_when_measured():
     b = breakdown()
     b.add_memory({"enc": {"params_bytes": 2_000_000, "output_bytes": 1_000_000}}, {"Parameter": 2_000_000,
                                                                                     "Total": 3_000_000})
-    text = b.markdown()
+    text = render_breakdown(b.to_dict())
     assert "| enc      | 2.000       | 1.000       | n/a" in text and "Step peak 3.000 MB: parameter 2.000 MB." in text
