@@ -18,9 +18,10 @@ Modes (all with the decorator, which times each step):
 
 An undecorated Brain is compared too, as a control of the method.
 
-The cost is per module boundary (a hook at each selected module's entry and
-exit, and one on the autograd node found there), so it grows with the number
-of rows: ``--select`` picks fewer (e.g. ``'enc.transformer.encoder.layers.*'``).
+The cost is per module boundary (a wrapper around each selected module's
+forward, and a hook on the autograd node found at its entry and exit), so
+it grows with the number of rows: ``--select`` picks fewer (e.g.
+``'enc.transformer.encoder.layers.*'``).
 
 Run: ``python benchmarks/attribution_overhead.py [--rounds 60] [--threads 1] [--select PATTERN ...]``
 """

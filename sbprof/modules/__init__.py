@@ -5,6 +5,7 @@
   (clocks only) or detailed (``record_function`` labels) mode;
 - :func:`select_modules`, :func:`default_selection` (:mod:`sbprof.modules.selection`):
   which modules get rows (name globs, types, a default for speech Conformers);
+- :mod:`sbprof.modules.wrapping`: code around a module's forward, without torch's hooks;
 - :mod:`sbprof.modules.steps`: what the hooks record in one step;
 - :mod:`sbprof.modules.timeline`: boundary times to forward/backward times (pure);
 - :class:`ModuleBreakdown`, :class:`ModuleRow` (:mod:`sbprof.modules.result`): the result, plain data;

@@ -1,7 +1,8 @@
 """Per-module attribution of a step's time, forward and backward, without editing the model.
 
-Forward: a pre-hook and a hook on each selected module take the time (and
-the autograd sequence number) at its entry and exit. Backward: at those
+Forward: each selected module's ``forward`` is wrapped
+(:mod:`sbprof.modules.wrapping`, undone on exit) to take the time and the
+autograd sequence number at its entry and exit. Backward: at those
 moments the hooks also put a pre-hook on the autograd node that made the
 module's inputs and on the one that made its outputs; when the engine starts
 such a node, the time is noted, and :mod:`sbprof.modules.timeline` hands each
@@ -19,14 +20,12 @@ Two modes:
   tables and traces when a profiler runs.
 
 torch's own module trackers (``ModTracker``, ``ModuleTracker``) follow
-backward with multi-grad hooks on each module's inputs; they leave a module
-whose inputs need no gradient only when the whole backward ends (so the front
-end would absorb everything after it). The sequence-number partition has no
-such blind spot; see :mod:`sbprof.modules.timeline` for why it holds.
+backward with multi-grad hooks on a module's inputs and leave a module whose
+inputs need no gradient only when the whole backward ends; the
+sequence-number partition has no such blind spot (:mod:`sbprof.modules.timeline`).
 
 Limits: the backward of one graph must run on one thread (CPU, or a single
-CUDA device); reentrant checkpointing and ``torch.compile`` are not supported;
-modules called as ``module.forward(...)`` fire no hooks.
+CUDA device); reentrant checkpointing and ``torch.compile`` are not supported.
 """
 from __future__ import annotations
 
@@ -44,6 +43,7 @@ from sbprof.modules.result import ModuleBreakdown, build_breakdown
 from sbprof.modules.selection import DEFAULT, select_modules
 from sbprof.modules.steps import StepRecord, newest_node, now, sequence_nr
 from sbprof.modules.timeline import END_OF_BACKWARD, owner_of
+from sbprof.modules.wrapping import WrappedForward, wrap_forward
 
 MODES = ("light", "detailed")
 FORWARD_LABEL = "sbprof.forward:"
@@ -90,7 +90,7 @@ class ModuleAttribution:
     >>> result = attribution.breakdown("train")
     >>> result.steps, [r.label for r in result.rows][:2], result.row("0").calls
     (3, ['0', '2'], 1.0)
-    >>> result.row("2").backward_ms > 0 and not model[0]._forward_pre_hooks
+    >>> result.row("2").backward_ms > 0 and "forward" not in vars(model[0])  # unwrapped on exit
     True
     """
 
@@ -110,6 +110,7 @@ class ModuleAttribution:
             self.optimizers = self._checked_optimizers()
         self.active = False
         self._handles: List[Any] = []
+        self._wrapped: List[WrappedForward] = []
         self._finished: List[StepRecord] = []
         self._step: Optional[StepRecord] = None
         self._stack: List[Optional[int]] = [None]
@@ -141,10 +142,8 @@ class ModuleAttribution:
         self.optimizers = self._checked_optimizers()
         self._cuda = any(t.is_cuda for t in self.root.parameters()) or any(t.is_cuda for t in self.root.buffers())
         for name in self.names:
-            module = named[name]
-            self._handles.append(module.register_forward_pre_hook(functools.partial(self._enter_module, name)))
-            # No always_call: a forward that raises ends the step, and the next step starts afresh.
-            self._handles.append(module.register_forward_hook(functools.partial(self._exit_module, name)))
+            self._wrapped.append(wrap_forward(named[name], functools.partial(self._enter_module, name),
+                                              functools.partial(self._exit_module, name)))
         for opt in self.optimizers:
             label = type(opt).__name__
             self._handles.append(opt.register_step_pre_hook(functools.partial(self._enter_optimizer, label)))
@@ -155,8 +154,7 @@ class ModuleAttribution:
 
     def __exit__(self, *exc: Any) -> None:
         self._end()
-        # The last steps' graphs may outlive the context (kept by the caller): unhook their nodes.
-        # Hooks left on older graphs do nothing once their step has ended.
+        # The last step's graph may outlive the context: unhook it (older graphs' hooks are inert).
         for handle in self._recent_node_handles:
             handle.remove()
         self._recent_node_handles = []
@@ -164,6 +162,9 @@ class ModuleAttribution:
         for handle in self._handles:
             handle.remove()
         self._handles = []
+        for wrapped in reversed(self._wrapped):
+            wrapped.undo()
+        self._wrapped = []
 
     def close(self) -> None:
         """Remove every hook (as leaving the context does); a no-op when not active."""
@@ -229,7 +230,6 @@ class ModuleAttribution:
                 self._begin(SESSION)
 
     # The hooks below run at every module boundary and hooked autograd node: a few plain operations each.
-
     # Hooked nodes: the one holding a module's inputs and the one holding its outputs. The node between
     # two adjacent modules is found twice (outputs of one, inputs of the next) and hooked once; a node
     # hooked twice anyway would only add an empty interval.
