@@ -95,6 +95,20 @@ def memory_text(metric: str) -> Callable[[Runs], str]:
     return render
 
 
+def rtfx_prediction_text(predicted: Predicted) -> Callable[[GridKey, Measurement], Optional[str]]:
+    """``~value [low, high] (pred)`` in RTFx (audio seconds / predicted time) for a cell with a predicted time."""
+
+    def render(key: GridKey, rep: Measurement) -> Optional[str]:
+        p = predicted.get((key, "time_s"))
+        if p is None or p.value <= 0:
+            return None
+        audio = key[0] * key[1]
+        high = sig3(audio / p.low) if p.low > 0 else "inf"
+        return f"~{sig3(audio / p.value)} [{sig3(audio / p.high)}, {high}] (pred)"
+
+    return render
+
+
 def prediction_text(predicted: Predicted, figure: str, unit: str) -> Callable[[GridKey, Measurement], Optional[str]]:
     """``~value [low, high] (pred)`` for a cell's predicted figure, in RTF for time or the unit for memory."""
 

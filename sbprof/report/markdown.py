@@ -20,7 +20,7 @@ from sbprof.figures import setting_sort_key
 from sbprof.predictions import held_out_validation, predict_cells
 from sbprof.record import STATUSES, Env, Measurement
 from sbprof.report.cells import (GridKey, Predicted, Runs, busy_text, grid_table, memory_text, prediction_text,
-                                 rtf_text, rtfx_text)
+                                 rtf_text, rtfx_prediction_text, rtfx_text)
 from sbprof.report.format import plural
 from sbprof.results.store import Results
 from sbprof.runs import group_runs, noise_floor, representative, rtf_over_runs
@@ -129,7 +129,7 @@ def _setting_section(device: str, threads: int, records: Sequence[Measurement], 
                   "", grid_table(cells, audio_secs, batch_sizes, busy_text)]
     lines += ["", f"{sub} RTFx", "",
               f"RTFx = {METRICS['rtfx'].definition}, from the median batch time (= 1 / median RTF).",
-              "", grid_table(cells, audio_secs, batch_sizes, rtfx_text)]
+              "", grid_table(cells, audio_secs, batch_sizes, rtfx_text, rtfx_prediction_text(predicted))]
     added = METRICS["peak_cuda_delta_bytes" if on_cuda else "peak_rss_delta_bytes"]
     lines += ["", f"{sub} Memory one batch adds ({added.unit})", "",
               f"{added.unit} (10^9 bytes) = {added.definition}. Measured on one extra batch after the timed "

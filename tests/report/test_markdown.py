@@ -321,6 +321,8 @@ def test_skipped_cells_are_predicted_and_marked():
     assert "`summary` block, apart from the measured records" in report
     peak = report.split("### Peak memory (GB)", 1)[1]
     assert "| ~0.420 [" in peak  # 1e8 + 1e7 x 32 bytes = 0.42 GB
+    rtfx = report.split("### RTFx", 1)[1].split("###", 1)[0]
+    assert "| ~49.2 [" in rtfx and "skipped" not in rtfx  # 32 s of audio / 0.65 s
 
 
 def test_full_grid_gets_a_held_out_validation():
