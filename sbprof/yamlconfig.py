@@ -69,5 +69,6 @@ def check_keys(tree: Any, schema: Dict[str, Any], file: str, prefix: str = "") -
 
 
 def resolve_path(value: str, base: Path) -> Path:
+    """``value`` with ``~`` expanded, taken relative to ``base`` (the YAML's folder) unless absolute."""
     path = Path(os.path.expanduser(value))
     return path if path.is_absolute() else base / path

@@ -35,6 +35,7 @@ Below 6 runs no pair of order statistics reaches 95%: the interval is then
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from typing import List, Optional, Sequence
@@ -154,16 +155,17 @@ def next_run_interval(run_medians: Sequence[float], confidence: float = 0.95) ->
     >>> iv.median, iv.confidence, round(iv.low, 3), round(iv.high, 3)
     (1.025, 0.95, 0.804, 1.306)
     """
+    return _next_run(interval_over_runs(run_medians, confidence), run_medians, confidence)
+
+
+def _next_run(base: RunInterval, run_medians: Sequence[float], confidence: float) -> RunInterval:
+    """The next-run interval around ``base``'s median (``base``: the median's interval of the same runs)."""
     from sbprof.analysis.lsq import t_quantile  # scipy: only when an interval is computed
 
-    base = interval_over_runs(run_medians, confidence)
     n, median = base.runs, base.median
-    values = sorted(float(x) for x in run_medians)
-    if n < 2 or values[0] <= 0:
+    if n < 2 or base.min <= 0:
         return replace(base, low=median, high=median, confidence=0.0, method=NEXT_RUN_METHOD)
-    logs = [math.log(x) for x in values]
-    mean = sum(logs) / n
-    s = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
+    s = statistics.stdev(math.log(x) for x in run_medians)
     half = t_quantile(confidence, n - 1) * s * math.sqrt(math.pi / n)
     return replace(base, low=median * math.exp(-half), high=median * math.exp(half), confidence=confidence,
                    method=NEXT_RUN_METHOD)
@@ -215,8 +217,9 @@ def summarise_runs(samples_per_run: Sequence[Sequence[float]], confidence: float
     stats = [summarise(run) for run in samples_per_run]
     medians = [s.median for s in stats]
     iqr_rel = summarise([s.iqr / abs(s.median) if s.median else math.inf for s in stats]).median
-    return RunsSummary(run_medians=medians, interval=next_run_interval(medians, confidence),
-                       median_interval=interval_over_runs(medians, confidence), within_run_iqr_rel=iqr_rel)
+    median_interval = interval_over_runs(medians, confidence)
+    return RunsSummary(run_medians=medians, interval=_next_run(median_interval, medians, confidence),
+                       median_interval=median_interval, within_run_iqr_rel=iqr_rel)
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,7 @@ from sbprof.checks import check_flag, check_int, check_list, is_positive_number,
 from sbprof.compare.schema import (DEFAULT_OUTPUT_FOLDER, DEFAULT_SAMPLES, MODULE_INPUTS, SCHEMA, VARIANT_KEYS,
                                    VARIED, CompareConfig, EnergyConfig, VariantSpec)
 from sbprof.errors import ConfigError
-from sbprof.yamlconfig import load_yaml
-from sbprof.yamlconfig import EXAMPLE_TOKEN, check_keys, shipped_example
+from sbprof.yamlconfig import EXAMPLE_TOKEN, check_keys, load_yaml, shipped_example
 
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 

@@ -189,8 +189,7 @@ def load_train_config(path: Union[str, Path], overrides: Optional[Mapping[str, A
     ...
     sbprof.errors.ConfigError: command line: unknown key 'data.bach_size' (did you mean 'data.batch_size'?)...
     """
-    from sbprof.yamlconfig import load_yaml
-    from sbprof.yamlconfig import check_keys
+    from sbprof.yamlconfig import check_keys, load_yaml
 
     if overrides:
         check_keys(overrides, SCHEMA, "command line")

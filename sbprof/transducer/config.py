@@ -275,8 +275,7 @@ def load_config(path: Union[str, Path], overrides: Optional[Mapping[str, Any]] =
     ...
     sbprof.errors.ConfigError: ...batching.batch_size must be an integer >= 1, got 0
     """
-    from sbprof.yamlconfig import load_yaml
-    from sbprof.yamlconfig import check_keys
+    from sbprof.yamlconfig import check_keys, load_yaml
 
     if overrides:
         check_keys(overrides, SCHEMA, "command line")
