@@ -371,6 +371,17 @@ def test_fixed_repeats_measure_each_cell_in_fresh_processes(tmp_path):
     found = re.fullmatch(r"(0\.0\d+) \[(0\.0\d+), (0\.0\d+)\] ±\d+\.\d% \(3\)", table["0.5 s"]["1"])
     median, low, high = (float(x) for x in found.groups())
     assert 0.05 <= median < 0.06 and low <= median <= high  # the model spins 0.05 s per audio second
+    # results.json's summary replays the raw records: per cell, each run's median batch RTF, both intervals.
+    summary = json.loads((tmp_path / "out" / RESULTS_FILE).read_text())["summary"]["rtf"]
+    assert len(summary) == 2
+    for entry in summary:
+        runs = sorted((m for m in results.records if m.cell.batch_size == entry["cell"]["batch_size"]),
+                      key=lambda m: m.cell.run)
+        by_run = sorted(statistics.median(w / m.audio_seconds for w in m.wall_s) for m in runs)
+        assert sorted(entry["run_medians"]) == pytest.approx(by_run)
+        assert entry["interval"]["median"] == pytest.approx(statistics.median(by_run))
+        assert entry["median_interval"]["runs"] == entry["interval"]["runs"] == 3
+        assert entry["interval"]["low"] <= entry["median_interval"]["low"]  # the next-run interval is the wider
 
 
 def test_adaptive_repeats_stop_at_the_target_or_the_cap(tmp_path):
