@@ -160,12 +160,22 @@ def gate_power_pools(base_pool: List[List[float]], slow_pool: List[List[float]],
                      repetitions: int, rng: np.random.Generator, threshold: float = 0.05,
                      confidence: float = 0.95) -> Dict[str, object]:
     """False alarms and detection from measured pools, drawing runs without replacement in each repetition."""
-    false_alarms = detections = pooled_alarms = 0
-    for _ in range(repetitions):
+    def draw() -> Tuple[List[List[float]], ...]:
         picked = rng.choice(len(base_pool), 2 * runs_per_side, replace=False)
         base = [base_pool[i] for i in picked[:runs_per_side]]
         same = [base_pool[i] for i in picked[runs_per_side:]]
         slow = [slow_pool[i] for i in rng.choice(len(slow_pool), runs_per_side, replace=False)]
+        return base, same, slow
+
+    return _rates(draw, runs_per_side, repetitions, threshold, confidence)
+
+
+def _rates(draw: Callable[[], Tuple[List[List[float]], ...]], runs_per_side: int, repetitions: int,
+           threshold: float, confidence: float) -> Dict[str, object]:
+    """Score ``repetitions`` draws of (baseline, identical, slowed) runs: the gate, and a pooled rank test beside it."""
+    false_alarms = detections = pooled_alarms = 0
+    for _ in range(repetitions):
+        base, same, slow = draw()
         false_alarms += compare_runs(base, same, threshold, confidence).verdict == "regressed"
         detections += compare_runs(base, slow, threshold, confidence).verdict == "regressed"
         flat_base, flat_same = np.concatenate(base), np.concatenate(same)
@@ -188,23 +198,13 @@ def _rate(hits: int, trials: int) -> Dict[str, float]:
 def gate_power(measure_run: MeasureRun, runs_per_side: int, repetitions: int, slowdown: float = 1.10,
                threshold: float = 0.05, confidence: float = 0.95) -> Dict[str, object]:
     """False-alarm and detection rates of the gate for one number of runs per side."""
-    false_alarms = detections = pooled_alarms = 0
-    for _ in range(repetitions):
+    def draw() -> Tuple[List[List[float]], ...]:
         base = [list(measure_run()) for _ in range(runs_per_side)]
         same = [list(measure_run()) for _ in range(runs_per_side)]
         slow = [[slowdown * x for x in measure_run()] for _ in range(runs_per_side)]
-        false_alarms += compare_runs(base, same, threshold, confidence).verdict == "regressed"
-        detections += compare_runs(base, slow, threshold, confidence).verdict == "regressed"
-        flat_base, flat_same = np.concatenate(base), np.concatenate(same)
-        pooled_alarms += bool(
-            mannwhitneyu(flat_same, flat_base, alternative="greater").pvalue < (1 - confidence) / 2
-            and np.median(flat_same) > (1 + threshold) * np.median(flat_base)
-        )
-    return {
-        "runs_per_side": runs_per_side, "repetitions": repetitions,
-        "false_alarm": _rate(false_alarms, repetitions), "detection": _rate(detections, repetitions),
-        "pooled_false_alarm": _rate(pooled_alarms, repetitions),
-    }
+        return base, same, slow
+
+    return _rates(draw, runs_per_side, repetitions, threshold, confidence)
 
 
 def _table(title: str, rows: List[Dict[str, object]], slowdown: float) -> str:
