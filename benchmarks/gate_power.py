@@ -24,7 +24,7 @@ to :func:`gate_power` for a real model.
 ``--model [NAME]`` (``--model`` alone: ``encoder_asr``) measures a real model the
 way ``sbprof compare-models`` does: ``--model-runs R`` fresh worker
 processes of the model and R of the same model slowed down, interleaved
-(one point: ``--model-audio`` seconds x 1, 10 calls after 2 warm-up calls,
+(one point: ``--model-audio`` seconds x 1, ``--model-samples`` calls (100) after 2 warm-up calls,
 1 thread). The slowdown is injected after each call as a busy wait of 10%
 of that call's measured time (:func:`slowed`), so it scales with the real
 work and carries the machine's noise. A sleep would be the obvious choice,
@@ -35,8 +35,15 @@ runs from the baseline pool (disjoint) and n slowed runs:
 false alarms and detection per n, as above. The repetitions resample one
 pool of R runs, so they are not independent: their binomial intervals are
 narrower than the truth, and the pool's own luck is in every row.
+``--pool-folder DIR`` keeps the runs, so a second call re-scores them
+without measuring (or adds runs up to a larger ``--model-runs``).
 
-Run: ``python benchmarks/gate_power.py [--repetitions 1000] [--real 40] [--model --model-runs 12]``
+Every table is printed once per ``--statistics`` entry: the figure each run
+is reduced to before the gate compares runs (``median``, the gate's
+default, and ``p10``, its 10th percentile, by default).
+
+Run: ``python benchmarks/gate_power.py [--repetitions 1000] [--real 40] [--model --model-runs 12]
+[--pool-folder DIR] [--statistics median p10]``
 """
 from __future__ import annotations
 
@@ -54,7 +61,7 @@ from typing import Any, Callable, Dict, List, Sequence, Tuple
 import numpy as np
 from scipy.stats import binomtest, mannwhitneyu
 
-from sbprof.analysis.verdict import compare_runs
+from sbprof.analysis.verdict import compare_runs, run_statistic
 
 MeasureRun = Callable[[], Sequence[float]]
 SLOWDOWN_ENV = "GATE_POWER_SLOWDOWN"
@@ -130,23 +137,27 @@ def __getattr__(name: str) -> type:
     return cls
 
 
-def model_pools(model: str, runs: int, audio_s: float, slowdown: float) -> Tuple[List[List[float]], List[List[float]]]:
-    """Batch times of ``runs`` fresh-process runs of ``model`` and of the same model slowed (interleaved)."""
+def model_pools(model: str, runs: int, audio_s: float, slowdown: float, samples: int = 100,
+                folder: Path = None) -> Tuple[List[List[float]], List[List[float]]]:
+    """Batch times of ``runs`` fresh-process runs of ``model`` and of the same model slowed (interleaved).
+
+    ``folder`` keeps the runs (a comparison results folder): run again with it to re-score them, or with a
+    larger ``runs`` to add only the missing ones. Without it they go to a temporary folder."""
     from sbprof.compare.config import validate
     from sbprof.compare.runner import run_comparison
     from sbprof.models.build import LOCAL_MODELS
     from sbprof.interfaces import resolve_interface
-    from sbprof.results import load_results
+    from sbprof.results import load_results, prepare_output_folder
 
     interface = LOCAL_MODELS[model]
     spec = resolve_interface(interface)
     os.environ[SLOWDOWN_ENV] = str(slowdown - 1)
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(BENCHMARKS), os.environ.get("PYTHONPATH")) if p)
-    folder = Path(tempfile.mkdtemp(prefix="sbprof-gate-power-"))
+    folder = prepare_output_folder(folder) if folder else Path(tempfile.mkdtemp(prefix="sbprof-gate-power-"))
     tree = {"variants": [{"name": "baseline", "source": model, "type": interface},
                          {"name": "slowed", "source": model, "type": f"gate_power.Slowed{interface}",
                           "method": spec.method, "args": list(spec.args)}],
-            "vary": "audio_s", "values": [audio_s], "samples": 10, "warmup": 2, "runs": runs, "threads": 1,
+            "vary": "audio_s", "values": [audio_s], "samples": samples, "warmup": 2, "runs": runs, "threads": 1,
             "example_audio": "example", "energy": {"cpu": False, "gpu": False}, "output_folder": str(folder)}
     sys.path.insert(0, str(BENCHMARKS))  # validation imports the slowed class too
     run_comparison(validate(tree, "gate_power", BENCHMARKS, {"noprogressbar": True}), log=lambda line: None)
@@ -158,7 +169,7 @@ def model_pools(model: str, runs: int, audio_s: float, slowdown: float) -> Tuple
 
 def gate_power_pools(base_pool: List[List[float]], slow_pool: List[List[float]], runs_per_side: int,
                      repetitions: int, rng: np.random.Generator, threshold: float = 0.05,
-                     confidence: float = 0.95) -> Dict[str, object]:
+                     confidence: float = 0.95, statistic: str = "median") -> Dict[str, object]:
     """False alarms and detection from measured pools, drawing runs without replacement in each repetition."""
     def draw() -> Tuple[List[List[float]], ...]:
         picked = rng.choice(len(base_pool), 2 * runs_per_side, replace=False)
@@ -167,17 +178,17 @@ def gate_power_pools(base_pool: List[List[float]], slow_pool: List[List[float]],
         slow = [slow_pool[i] for i in rng.choice(len(slow_pool), runs_per_side, replace=False)]
         return base, same, slow
 
-    return _rates(draw, runs_per_side, repetitions, threshold, confidence)
+    return _rates(draw, runs_per_side, repetitions, threshold, confidence, statistic)
 
 
 def _rates(draw: Callable[[], Tuple[List[List[float]], ...]], runs_per_side: int, repetitions: int,
-           threshold: float, confidence: float) -> Dict[str, object]:
+           threshold: float, confidence: float, statistic: str) -> Dict[str, object]:
     """Score ``repetitions`` draws of (baseline, identical, slowed) runs: the gate, and a pooled rank test beside it."""
     false_alarms = detections = pooled_alarms = 0
     for _ in range(repetitions):
         base, same, slow = draw()
-        false_alarms += compare_runs(base, same, threshold, confidence).verdict == "regressed"
-        detections += compare_runs(base, slow, threshold, confidence).verdict == "regressed"
+        false_alarms += compare_runs(base, same, threshold, confidence, statistic=statistic).verdict == "regressed"
+        detections += compare_runs(base, slow, threshold, confidence, statistic=statistic).verdict == "regressed"
         flat_base, flat_same = np.concatenate(base), np.concatenate(same)
         pooled_alarms += bool(
             mannwhitneyu(flat_same, flat_base, alternative="greater").pvalue < (1 - confidence) / 2
@@ -196,7 +207,7 @@ def _rate(hits: int, trials: int) -> Dict[str, float]:
 
 
 def gate_power(measure_run: MeasureRun, runs_per_side: int, repetitions: int, slowdown: float = 1.10,
-               threshold: float = 0.05, confidence: float = 0.95) -> Dict[str, object]:
+               threshold: float = 0.05, confidence: float = 0.95, statistic: str = "median") -> Dict[str, object]:
     """False-alarm and detection rates of the gate for one number of runs per side."""
     def draw() -> Tuple[List[List[float]], ...]:
         base = [list(measure_run()) for _ in range(runs_per_side)]
@@ -204,7 +215,7 @@ def gate_power(measure_run: MeasureRun, runs_per_side: int, repetitions: int, sl
         slow = [[slowdown * x for x in measure_run()] for _ in range(runs_per_side)]
         return base, same, slow
 
-    return _rates(draw, runs_per_side, repetitions, threshold, confidence)
+    return _rates(draw, runs_per_side, repetitions, threshold, confidence, statistic)
 
 
 def _table(title: str, rows: List[Dict[str, object]], slowdown: float) -> str:
@@ -232,7 +243,11 @@ def main(argv: Sequence[str] = None) -> None:
     parser.add_argument("--model", nargs="?", const="encoder_asr", default=None,
                         help="a local model measured in fresh processes (alone: encoder_asr)")
     parser.add_argument("--model-runs", type=int, default=12, help="fresh-process runs per pool (baseline, slowed)")
+    parser.add_argument("--model-samples", type=int, default=100, help="measured calls per run (compare's default)")
+    parser.add_argument("--statistics", nargs="+", default=["median", "p10"],
+                        help="per-run figures the gate is scored with (median, min, pNN)")
     parser.add_argument("--model-audio", type=float, default=2.0, help="seconds of audio per call")
+    parser.add_argument("--pool-folder", type=Path, help="keep the model's runs here (resumed and re-scored on reruns)")
     parser.add_argument("--skip-simulation", action="store_true")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(args.seed)
@@ -240,25 +255,29 @@ def main(argv: Sequence[str] = None) -> None:
               "rates with exact 95% binomial intervals")
     print(header)
     if not args.skip_simulation:
-        t0 = time.perf_counter()
-        rows = [gate_power(synthetic_runs(rng), n, args.repetitions, args.slowdown, args.threshold)
-                for n in args.runs]
-        print(_table("simulated: between-process CV 10%, within-run quartiles +-3%, 10 batches per run",
-                     rows, args.slowdown))
-        print(f"({time.perf_counter() - t0:.0f} s)")
+        for statistic in args.statistics:
+            t0 = time.perf_counter()
+            rows = [gate_power(synthetic_runs(rng), n, args.repetitions, args.slowdown, args.threshold,
+                               statistic=statistic) for n in args.runs]
+            print(_table(f"simulated, run {statistic}s: between-process CV 10%, within-run quartiles +-3%, "
+                         "10 batches per run", rows, args.slowdown))
+            print(f"({time.perf_counter() - t0:.0f} s)")
     if args.model:
         t0 = time.perf_counter()
-        base_pool, slow_pool = model_pools(args.model, args.model_runs, args.model_audio, args.slowdown)
-        meds = np.array([np.median(r) for r in base_pool])
-        slow_meds = np.array([np.median(r) for r in slow_pool])
+        base_pool, slow_pool = model_pools(args.model, args.model_runs, args.model_audio, args.slowdown,
+                                           args.model_samples, args.pool_folder)
         print(f"\nmodel {args.model}: {len(base_pool)} + {len(slow_pool)} fresh-process runs "
-              f"({args.model_audio:g} s x 1, 10 calls, 1 thread) in {time.perf_counter() - t0:.0f} s; "
-              f"run medians {1e3 * np.median(meds):.1f} ms, CV {100 * np.std(meds) / np.mean(meds):.1f}%; "
-              f"slowed / baseline median {np.median(slow_meds) / np.median(meds):.3f}")
+              f"({args.model_audio:g} s x 1, {args.model_samples} calls, 1 thread) in {time.perf_counter() - t0:.0f} s")
         sizes = [n for n in args.runs if 2 * n <= len(base_pool) and n <= len(slow_pool)]
-        rows = [gate_power_pools(base_pool, slow_pool, n, args.repetitions, rng, args.threshold) for n in sizes]
-        print(_table(f"model {args.model}: runs drawn without replacement from the pools (resampled, "
-                     "not independent)", rows, args.slowdown))
+        for statistic in args.statistics:
+            figure = run_statistic(statistic)
+            base, slow = np.array([figure(r) for r in base_pool]), np.array([figure(r) for r in slow_pool])
+            print(f"\nrun {statistic}s: {1e3 * np.median(base):.2f} ms, between-run CV "
+                  f"{100 * np.std(base) / np.mean(base):.1f}%; slowed / baseline {np.median(slow) / np.median(base):.3f}")
+            rows = [gate_power_pools(base_pool, slow_pool, n, args.repetitions, rng, args.threshold,
+                                     statistic=statistic) for n in sizes]
+            print(_table(f"model {args.model}, run {statistic}s: runs drawn without replacement from the pools "
+                         "(resampled, not independent)", rows, args.slowdown))
     if args.real:
         t0 = time.perf_counter()
         draw = pooled(fresh_process_run, args.real, rng)
@@ -266,8 +285,10 @@ def main(argv: Sequence[str] = None) -> None:
         print(f"\nreal pool: {args.real} fresh-process runs of a numpy workload in {time.perf_counter() - t0:.0f} s; "
               f"run medians CV {100 * np.std(meds) / np.mean(meds):.1f}% (drawn 200 times)")
         sizes = [n for n in args.runs if n <= args.real]
-        rows = [gate_power(draw, n, args.repetitions, args.slowdown, args.threshold) for n in sizes]
-        print(_table(f"real: runs drawn from the pool of {args.real}", rows, args.slowdown))
+        for statistic in args.statistics:
+            rows = [gate_power(draw, n, args.repetitions, args.slowdown, args.threshold, statistic=statistic)
+                    for n in sizes]
+            print(_table(f"real: runs drawn from the pool of {args.real}, run {statistic}s", rows, args.slowdown))
 
 
 if __name__ == "__main__":

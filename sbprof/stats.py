@@ -40,6 +40,20 @@ def _quantile(sorted_xs: Sequence[float], q: float) -> float:
     return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (pos - lo)
 
 
+def quantile(samples: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0..1) of ``samples``, interpolated as :class:`Stats` does.
+
+    Example
+    -------
+    >>> quantile([4.0, 1.0, 3.0, 2.0, 5.0], 0.1), quantile([2.0], 0.9)
+    (1.4, 2.0)
+    """
+    xs = sorted(float(x) for x in samples)
+    if not xs:
+        raise ValueError("quantile() needs at least one sample")
+    return _quantile(xs, q)
+
+
 def summarise(samples: Sequence[float]) -> Stats:
     """Median, quartiles, IQR, mean, sample stdev, min and max of ``samples``.
 

@@ -139,13 +139,16 @@ def gate(argv: List[str], prog: str) -> int:
     parser = argparse.ArgumentParser(
         prog=prog, allow_abbrev=False,
         description="Compare a new run with a baseline cell by cell, with a noise-aware verdict from the runs' "
-                    "raw samples (Hodges-Lehmann ratio of run medians, exact Mann-Whitney interval). Exit 1 when "
+                    "raw samples (Hodges-Lehmann ratio of run medians or percentiles, exact Mann-Whitney interval). Exit 1 when "
                     "a cell is slower or heavier beyond the threshold, 2 when cells cannot be judged.")
     parser.add_argument("baseline", metavar="BASELINE", help="results folder or results.json")
     parser.add_argument("new", metavar="NEW", help="results folder or results.json")
     parser.add_argument("--threshold", default="5%", help="smallest change that counts (default 5%%)")
     parser.add_argument("--metric", default="rtf", help="rtf (default) or peak_memory")
     parser.add_argument("--confidence", type=float, default=0.95, help="level of the intervals (default 0.95)")
+    parser.add_argument("--statistic", default="median",
+                        help="what each run is reduced to: median (default), min, or pNN, e.g. p10 (the 10th "
+                             "percentile of its calls: steadier on a shared machine, for runs of ~100 calls)")
     parser.add_argument("--within-run", action="store_true",
                         help="judge cells with fewer than 4 runs a side from their calls as if independent "
                              "(labelled WITHIN-RUN; expect false alarms)")
@@ -157,7 +160,8 @@ def gate(argv: List[str], prog: str) -> int:
 
     try:
         report = run_gate(load_results(args.baseline), load_results(args.new), args.metric,
-                          parse_threshold(args.threshold), args.confidence, args.within_run, args.any_machine)
+                          parse_threshold(args.threshold), args.confidence, args.within_run, args.any_machine,
+                          args.statistic)
     except SbprofError as exc:
         error(str(exc))
         return EXIT_CONFIG

@@ -59,7 +59,8 @@ def _measure(tree: Mapping[str, Any], name: str, folder: Path) -> Results:
 def check_budget(name: str, variant: Mapping[str, Any], baseline_dir: Union[str, Path], *, audio_s: float = 2.0,
                  batch_size: int = 1, metric: str = "rtf", threshold: float = 0.10, confidence: float = 0.95,
                  runs: int = 4, samples: int = 10, warmup: int = 1, threads: int = 1, device: str = "cpu",
-                 example_audio: Optional[str] = None, seed: int = 1234, update: bool = False) -> BudgetResult:
+                 example_audio: Optional[str] = None, seed: int = 1234, update: bool = False,
+                 statistic: str = "median") -> BudgetResult:
     """Check (or record) the budget ``name`` of one variant at one point.
 
     Arguments
@@ -83,6 +84,9 @@ def check_budget(name: str, variant: Mapping[str, Any], baseline_dir: Union[str,
         How the point is measured (runs: fresh processes, at least 4 at 95%).
     update : bool
         Record a new baseline even when one exists.
+    statistic : str
+        What each run is reduced to for the verdict: ``median``, ``min`` or
+        ``pNN`` (e.g. ``p10``, steadier on a shared machine with ~100 samples a run).
 
     Returns
     -------
@@ -110,7 +114,7 @@ def check_budget(name: str, variant: Mapping[str, Any], baseline_dir: Union[str,
         new = _measure(tree, name, scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    report = gate(baseline, new, metric=metric, threshold=threshold, confidence=confidence)
+    report = gate(baseline, new, metric=metric, threshold=threshold, confidence=confidence, statistic=statistic)
     lines = "; ".join(describe_row(r) for r in report.rows)
     failed = bool(report.regressed or report.unjudged or report.only_baseline)
     missing = f"; not measured now: {', '.join(report.only_baseline)}" if report.only_baseline else ""

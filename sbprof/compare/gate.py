@@ -3,8 +3,10 @@
 Records are matched on every coordinate but the run index. For each matched
 cell, each side's raw samples are grouped by run (fresh process) and handed
 to :func:`sbprof.analysis.verdict.compare_runs` (Hodges-Lehmann ratio of run
-medians with its exact Mann-Whitney interval): ``regressed`` only when the
-interval excludes 1 *and* the change is beyond the threshold.
+figures with its exact Mann-Whitney interval; each run's median by default,
+or a low percentile such as ``p10`` that shrugs off episodes of contention
+on a shared machine): ``regressed`` only when the interval excludes 1 *and*
+the change is beyond the threshold.
 
 Metrics:
 
@@ -30,7 +32,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from sbprof.analysis.verdict import Verdict, compare_runs
+from sbprof.analysis.verdict import Verdict, compare_runs, run_statistic
 from sbprof.errors import ConfigError
 from sbprof.figures import peak_gb
 from sbprof.record import Measurement
@@ -42,7 +44,7 @@ GATE_METRICS = {
 }
 HARDWARE_KEYS = ("cpu", "cpu_count", "gpu")
 WITHIN_RUN = "within-run: every call taken as a sample; between-process noise unseen, false alarms likely"
-RUN_LEVEL = "run-level: one median per fresh process"
+RUN_LEVEL = "run-level: one figure per fresh process"
 
 
 def min_runs(confidence: float) -> int:
@@ -140,6 +142,7 @@ class GateReport:
     metric: str
     threshold: float
     confidence: float
+    statistic: str = "median"
     rows: List[GateRow] = field(default_factory=list)
     only_baseline: List[str] = field(default_factory=list)
     only_candidate: List[str] = field(default_factory=list)
@@ -155,7 +158,7 @@ class GateReport:
 
 
 def _judge(key: Tuple, base: List[Measurement], cand: List[Measurement], metric: str, threshold: float,
-           confidence: float, within_run: bool) -> GateRow:
+           confidence: float, within_run: bool, statistic: str) -> GateRow:
     name = cell_name(key)
     b_runs, c_runs = run_samples(base, metric), run_samples(cand, metric)
     counts = dict(baseline_runs=len(b_runs), candidate_runs=len(c_runs))
@@ -169,7 +172,7 @@ def _judge(key: Tuple, base: List[Measurement], cand: List[Measurement], metric:
         return GateRow(name, "failed", **counts, note="no measured run on either side")
     need = min_runs(confidence)
     if min(len(b_runs), len(c_runs)) >= need:
-        v = compare_runs(b_runs, c_runs, threshold, confidence)
+        v = compare_runs(b_runs, c_runs, threshold, confidence, statistic=statistic)
         return GateRow(name, v.verdict, **counts, verdict=v)
     short = f"{len(b_runs)} baseline / {len(c_runs)} new run(s); a run-level verdict needs {need} a side"
     if not within_run:
@@ -183,7 +186,8 @@ def _judge(key: Tuple, base: List[Measurement], cand: List[Measurement], metric:
 
 
 def gate(baseline: Results, candidate: Results, metric: str = "rtf", threshold: float = 0.05,
-         confidence: float = 0.95, within_run: bool = False, any_machine: bool = False) -> GateReport:
+         confidence: float = 0.95, within_run: bool = False, any_machine: bool = False,
+         statistic: str = "median") -> GateReport:
     """Compare every cell of ``candidate`` with the same cell of ``baseline``.
 
     Arguments
@@ -201,6 +205,9 @@ def gate(baseline: Results, candidate: Results, metric: str = "rtf", threshold: 
     any_machine : bool
         Compare results from different hardware (otherwise refused: the
         verdict would measure the machines, not the code).
+    statistic : str
+        The figure each run is reduced to: ``median``, ``min`` or ``pNN``
+        (:func:`sbprof.analysis.verdict.run_statistic`).
 
     Returns
     -------
@@ -219,19 +226,22 @@ def gate(baseline: Results, candidate: Results, metric: str = "rtf", threshold: 
         raise ConfigError(f"metric must be one of {', '.join(GATE_METRICS)}, got {metric!r}")
     if not 0.5 <= confidence < 1:
         raise ConfigError(f"confidence must be in [0.5, 1), got {confidence}")
+    run_statistic(statistic)  # a bad name fails here, before any cell
     hardware = differences(baseline.machine, candidate.machine, HARDWARE_KEYS)
     if hardware and not any_machine:
         raise ConfigError(f"the two results come from different hardware ({'; '.join(hardware)}): a verdict would "
                           "compare machines, not code (pass --any-machine to compare anyway)")
     notes = differences(baseline.machine, candidate.machine)
     notes += [f"rule {d}" for d in differences(baseline.rules, candidate.rules)]
-    report = GateReport(metric=metric, threshold=threshold, confidence=confidence, environment_notes=notes)
+    report = GateReport(metric=metric, threshold=threshold, confidence=confidence, statistic=statistic,
+                        environment_notes=notes)
     base, cand = _group(baseline), _group(candidate)
     report.only_baseline = [cell_name(k) for k in base if k not in cand]
     report.only_candidate = [cell_name(k) for k in cand if k not in base]
     for key in base:
         if key in cand:
-            report.rows.append(_judge(key, base[key], cand[key], metric, threshold, confidence, within_run))
+            report.rows.append(_judge(key, base[key], cand[key], metric, threshold, confidence, within_run,
+                                      statistic))
     if not report.rows:
         raise ConfigError("the two results share no cell (model, variant, device, threads, length, batch size, "
                           "input): nothing to compare")

@@ -294,8 +294,9 @@ def render_gate(report: GateReport) -> str:
     counts: Dict[str, int] = {}
     for r in report.rows:
         counts[r.status] = counts.get(r.status, 0) + 1
-    lines = [f"sbprof compare: {report.metric} ({GATE_METRICS[report.metric]}); regressed = more than "
-             f"{100 * report.threshold:g}% worse with the {100 * report.confidence:g}% interval excluding no change",
+    lines = [f"sbprof compare: {report.metric} ({GATE_METRICS[report.metric]}), each run's {report.statistic}; "
+             f"regressed = more than {100 * report.threshold:g}% worse with the {100 * report.confidence:g}% "
+             "interval excluding no change",
              "", _table(rows, ["cell", "verdict", "new / baseline [interval]", "runs base / new", "how", "why"]), "",
              ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))]
     if any(r.method != RUN_LEVEL for r in report.rows):

@@ -83,6 +83,7 @@ LEVELS = [0.93, 0.97, 1.0, 1.02, 1.05, 1.08]
     (1.4, 6, ["--threshold", "50%"], 0, "within the 50% threshold"),
     (1.4, 2, [], 2, "1 cell(s) not judged"),
     (1.4, 2, ["--within-run"], 1, "WITHIN-RUN"),
+    (1.4, 6, ["--statistic", "p10"], 1, "each run's p10"),
 ])
 def test_gate_exit_codes(tmp_path, capsys, scale, runs, extra, code, says):
     base = save(tmp_path / "base", LEVELS[:runs])
@@ -96,6 +97,7 @@ def test_gate_exit_codes(tmp_path, capsys, scale, runs, extra, code, says):
     (["--metric", "speed"], "metric must be one of rtf, peak_memory"),
     (["--confidence", "1.5"], "confidence must be in [0.5, 1), got 1.5"),
     (["--cpu", "Other"], "different hardware"),
+    (["--statistic", "p0"], "statistic 'p0' is not one of median, min, or pNN"),
 ])
 def test_gate_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, expected):
     base = save(tmp_path / "base", LEVELS)
