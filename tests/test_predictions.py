@@ -30,7 +30,9 @@ def test_triangle_predicts_the_measured_corner_of_a_real_model(tmp_path, model, 
     median error was 6-38 % over six runs of this test (encoder_asr under-predicted by 22-40 % in the
     corner, whose RTF rises with B x L faster than the triangle shows), and the memory one batch adds
     9-25 % (glibc's reuse of freed heap makes it depend on batch size beyond B x L at these sizes).
-    Peak memory: 0.2-1.1 %.
+    Peak memory: 0.2-1.1 %. With 4 runs a cell the errors stay (four repeats: time 3.8-23.9 % for
+    encoder_asr, whose corner passes the 32 MB last-level cache, and 4.2-35.5 % for encoder_decoder_asr,
+    whose beam search decodes the 2 s cut longer than the 4 s one; README, "Predicted cells").
     """
     path = write_sweep_yaml(tmp_path / "s.yaml", model, interface, example_audio=EXAMPLE, triangle_only=False,
                             lengths=[0.5, 1, 2, 4], batch_sizes=[1, 2, 4], warmup=2, measured=5,
