@@ -4,7 +4,8 @@ Between fresh processes a cell's median varies by ~10% (CV) on these
 machines, while one run's batches vary by ~+-3%; a test on pooled batch
 samples mistakes that process-to-process noise for a change and flags
 identical code. So the unit of evidence here is the *run*: each side's
-samples are grouped by fresh process and reduced to one median per run.
+samples are grouped by fresh process and reduced to one figure per run
+(its median by default; see below).
 
 The ratio candidate / baseline is the Hodges-Lehmann estimate on the log
 scale, i.e. the median of all ``m * n`` ratios of a candidate run median to a

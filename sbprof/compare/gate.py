@@ -127,9 +127,9 @@ def describe_row(row: GateRow) -> str:
     text = f"{row.cell}: {row.status}"
     if row.verdict is not None:
         v = row.verdict
+        how = f"runs, each run's {v.statistic}" if row.method == RUN_LEVEL else "samples"
         text += (f", new/baseline {v.ratio:.3f} [{v.low:.3f}, {v.high:.3f}] at {100 * v.confidence:.1f}% "
-                 f"({v.baseline_runs} vs {v.candidate_runs} {'runs' if row.method == RUN_LEVEL else 'samples'}; "
-                 f"{row.method})")
+                 f"({v.baseline_runs} vs {v.candidate_runs} {how}; {row.method})")
     if row.note and (row.verdict is None or row.method != RUN_LEVEL):
         text += f" ({row.note})" if row.verdict is None else f"; {row.note}"
     return text

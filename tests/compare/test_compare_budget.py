@@ -15,7 +15,7 @@ from sbprof.compare.budget import check_budget
 from sbprof.errors import ConfigError
 
 BUSY = {"type": "fake_interfaces.BusyInterface", "method": "process", "args": ["wavs", "wav_lens"]}
-OPTIONS = {"audio_s": 0.5, "runs": 4, "samples": 5, "warmup": 1, "threshold": 0.10}
+OPTIONS = {"audio_s": 0.5, "runs": 4, "samples": 5, "warmup": 1, "threshold": 0.10, "statistic": "p10"}
 INNER_TEST = f'''
 import os
 
@@ -56,6 +56,7 @@ def test_fixture_passes_unchanged_code_and_fails_an_injected_slowdown(tmp_path):
     # 0.03 / 0.02 = 1.5 by construction; the call's own overhead pulls the measured ratio a little below it
     assert "budget 'busy' (rtf, threshold 10%)" in failure
     assert re.search(r"regressed, new/baseline 1\.[3-5]", failure), failure
+    assert "each run's p10" in failure
 
 
 @pytest.mark.parametrize("status, outcome", [("recorded", pytest.skip.Exception), ("failed", pytest.fail.Exception)])
