@@ -1,4 +1,4 @@
-"""What every subcommand shares: exit codes, one-line errors, polite interruption."""
+"""What every subcommand shares: exit codes, one-line errors, polite interruption, a job run in its locked folder."""
 from __future__ import annotations
 
 import importlib
@@ -8,7 +8,7 @@ import sys
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -16,6 +16,8 @@ EXIT_FAILED = 1
 EXIT_CONFIG = 2
 """Bad input (configuration, command line, results file, output folder in use): nothing measured."""
 EXIT_INTERRUPTED = 130
+
+T = TypeVar("T")
 
 
 def error(message: str) -> None:
@@ -80,3 +82,50 @@ def render_only(target: str, rest: List[str], render: Callable[[str], Dict[str, 
         return EXIT_CONFIG
     print_outputs(outputs)
     return EXIT_OK
+
+
+def job_config(rest: List[str], keys: Sequence[str], flags: Sequence[str], values: Sequence[str],
+               loader: str) -> Optional[Any]:
+    """Parse ``CONFIG.yaml [--key value ...]`` and load the job's configuration.
+
+    ``loader`` names the loading function, ``"package.module:function"``, called as ``function(path,
+    overrides, run_options)``; it is imported only once the command line parsed, so a mistyped option
+    answers at once. On bad input: one line on standard error, and None (the caller exits with
+    :data:`EXIT_CONFIG`).
+    """
+    from sbprof.cli.overrides import parse_command_line
+    from sbprof.errors import ConfigError
+
+    try:
+        path, overrides, options = parse_command_line(rest, keys, flags, values)
+        module, _, function = loader.partition(":")
+        return getattr(importlib.import_module(module), function)(path, overrides, options)
+    except ConfigError as exc:
+        error(str(exc))
+        return None
+
+
+def run_in_folder(output_folder: str, run: Callable[[Path], T], kept: str) -> Tuple[int, Optional[T]]:
+    """Make and lock ``output_folder``, then ``run(folder)``; returns (exit code, what ``run`` returned).
+
+    Whatever stops the job becomes one line on standard error and an exit code: Ctrl-C or SIGTERM
+    :data:`EXIT_INTERRUPTED` (the finished ``kept`` stay in the folder), a folder that cannot be used or
+    is in use :data:`EXIT_CONFIG`, a job that could not go on (a model that does not load, a full disk)
+    :data:`EXIT_FAILED`.
+    """
+    from sbprof.errors import ConfigError, SbprofError
+    from sbprof.results import FolderInUse, FolderLock, prepare_output_folder
+
+    try:
+        folder = prepare_output_folder(output_folder)
+        with sigterm_interrupts(), FolderLock(folder):
+            return EXIT_OK, run(folder)
+    except KeyboardInterrupt:
+        error(f"interrupted; finished {kept} are kept in {output_folder}; run the same command to resume")
+        return EXIT_INTERRUPTED, None
+    except (ConfigError, FolderInUse) as exc:
+        error(str(exc))
+        return EXIT_CONFIG, None
+    except (SbprofError, OSError) as exc:
+        error(str(exc))
+        return EXIT_FAILED, None

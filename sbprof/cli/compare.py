@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
-from sbprof.cli.common import (EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, error, print_outputs, render_only,
-                               sigterm_interrupts)
+from sbprof.cli.common import (EXIT_CONFIG, EXIT_FAILED, EXIT_OK, error, job_config, print_outputs, render_only,
+                               run_in_folder)
 from sbprof.errors import ConfigError, SbprofError
 
 FLAGS = ("noprogressbar",)
@@ -74,35 +74,17 @@ def compare_models(argv: List[str], prog: str) -> int:
     args, rest = parser.parse_known_args(argv)
     if args.render_only:
         return render_only(args.render_only, rest, _render)
-    from sbprof.cli.overrides import parse_command_line
-
-    try:
-        path, overrides, options = parse_command_line(rest, TOP_KEYS, FLAGS, VALUES)
-        from sbprof.compare.config import load_compare_config
-
-        cfg = load_compare_config(path, overrides, options)
-    except ConfigError as exc:
-        error(str(exc))
+    cfg = job_config(rest, TOP_KEYS, FLAGS, VALUES, "sbprof.compare.config:load_compare_config")
+    if cfg is None:
         return EXIT_CONFIG
     from sbprof.compare.runner import run_comparison
     from sbprof.report.comparison import write_comparison_reports
-    from sbprof.results import FolderInUse, FolderLock, prepare_output_folder
 
     outputs: Dict[str, Path] = {}
-    try:
-        folder = prepare_output_folder(cfg.output_folder)
-        with sigterm_interrupts(), FolderLock(folder):
-            outcome = run_comparison(cfg, on_progress=lambda results: outputs.update(
-                write_comparison_reports(results, folder)))
-    except KeyboardInterrupt:
-        error(f"interrupted; finished points are kept in {cfg.output_folder}; run the same command to resume")
-        return EXIT_INTERRUPTED
-    except (ConfigError, FolderInUse) as exc:
-        error(str(exc))
-        return EXIT_CONFIG
-    except (SbprofError, OSError) as exc:
-        error(str(exc))
-        return EXIT_FAILED
+    code, outcome = run_in_folder(cfg.output_folder, lambda folder: run_comparison(
+        cfg, on_progress=lambda results: outputs.update(write_comparison_reports(results, folder))), "points")
+    if code:
+        return code
     print(f"measured {outcome.measured} point(s) ({outcome.failed} failed), {outcome.resumed} already done")
     print_outputs({**outputs, "results": outcome.results})
     return EXIT_OK

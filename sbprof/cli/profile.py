@@ -16,8 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Optional
 
-from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, error, render_only, sigterm_interrupts
-from sbprof.errors import ConfigError, SbprofError
+from sbprof.cli.common import EXIT_CONFIG, EXIT_OK, job_config, print_outputs, render_only, run_in_folder
 
 if TYPE_CHECKING:
     from sbprof.results import Results
@@ -60,44 +59,22 @@ def main(argv: Optional[List[str]] = None, prog: str = "sbprof-profile") -> int:
     if args.render_only:
         return render_only(args.render_only, rest, _render)
 
-    from sbprof.cli.overrides import parse_command_line
-
-    try:
-        path, overrides, options = parse_command_line(rest, SCHEMA_KEYS, FLAGS, VALUES)
-        from sbprof.sweep.config import load_config
-
-        cfg = load_config(path, overrides, options)
-    except ConfigError as exc:
-        error(str(exc))
+    cfg = job_config(rest, SCHEMA_KEYS, FLAGS, VALUES, "sbprof.sweep.config:load_config")
+    if cfg is None:
         return EXIT_CONFIG
-    from sbprof.results import FolderInUse, FolderLock, prepare_output_folder
     from sbprof.sweep.runner import run_sweep
 
     outputs: Dict[str, Path] = {}
-
-    def render(results: "Results") -> None:
-        outputs.update(write_reports_or_fail(results, folder))
-
-    try:
-        folder = prepare_output_folder(cfg.output_folder)
-        with sigterm_interrupts(), FolderLock(folder):
-            outcome = run_sweep(cfg, on_progress=render)
-    except KeyboardInterrupt:
-        error(f"interrupted; finished cells are kept in {cfg.output_folder}; run the same command to resume")
-        return EXIT_INTERRUPTED
-    except (ConfigError, FolderInUse) as exc:
-        error(str(exc))
-        return EXIT_CONFIG
-    except SbprofError as exc:
-        error(str(exc))
-        return EXIT_FAILED
+    code, outcome = run_in_folder(cfg.output_folder, lambda folder: run_sweep(
+        cfg, on_progress=lambda results: outputs.update(write_reports_or_fail(results, folder))), "cells")
+    if code:
+        return code
     repeats = f" in {outcome.runs} runs" if outcome.runs > outcome.measured else ""
     predicted = f", {outcome.skipped_predicted} skipped as predicted over budget" if outcome.skipped_predicted else ""
     print(f"measured {outcome.measured} cell(s){repeats} ({outcome.failed} failed), "
           f"{outcome.resumed} already done, {outcome.skipped} skipped by the triangle rule{predicted}")
-    for name, path in {**outputs, "results": outcome.results}.items():
-        print(f"{name}: {path}")
-    return 0
+    print_outputs({**outputs, "results": outcome.results})
+    return EXIT_OK
 
 
 def write_reports_or_fail(results: "Results", folder: Path) -> Dict[str, Path]:

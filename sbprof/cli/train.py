@@ -17,8 +17,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, error, render_only, sigterm_interrupts
-from sbprof.errors import ConfigError, SbprofError
+from sbprof.cli.common import EXIT_CONFIG, EXIT_OK, job_config, print_outputs, render_only, run_in_folder
 
 SCHEMA_KEYS = ("variants", "device", "threads", "seed", "learning_rate", "model", "data", "steps", "profiling",
                "output_folder")
@@ -66,42 +65,25 @@ def main(argv: Optional[List[str]] = None, prog: str = "sbprof train") -> int:
     args, rest = parser(prog).parse_known_args(argv)
     if args.render_only:
         return render_only(args.render_only, rest, _render)
-    from sbprof.cli.overrides import parse_command_line
-
-    try:
-        path, overrides, options = parse_command_line(rest, SCHEMA_KEYS, (), VALUES)
-        from sbprof.train.config import load_train_config
-
-        cfg = load_train_config(path, overrides, options)
-    except ConfigError as exc:
-        error(str(exc))
+    cfg = job_config(rest, SCHEMA_KEYS, (), VALUES, "sbprof.train.config:load_train_config")
+    if cfg is None:
         return EXIT_CONFIG
     from sbprof.report.train_markdown import render_train
-    from sbprof.results import FolderInUse, FolderLock, prepare_output_folder
     from sbprof.train.runner import run_training
 
-    try:
-        folder = prepare_output_folder(cfg.output_folder)
-        with sigterm_interrupts(), FolderLock(folder):
-            outcome = run_training(cfg, on_progress=lambda results: write_report(folder, render_train(results)),
-                                   on_variant=lambda v: print(f"training {v} on {cfg.device} ...", flush=True))
-    except KeyboardInterrupt:
-        error(f"interrupted; finished variants are kept in {cfg.output_folder}; run the same command to go on")
-        return EXIT_INTERRUPTED
-    except (ConfigError, FolderInUse) as exc:
-        error(str(exc))
-        return EXIT_CONFIG
-    except SbprofError as exc:
-        error(str(exc))
-        return EXIT_FAILED
+    code, outcome = run_in_folder(cfg.output_folder, lambda folder: run_training(
+        cfg, on_progress=lambda results: write_report(folder, render_train(results)),
+        on_variant=lambda v: print(f"training {v} on {cfg.device} ...", flush=True)), "variants")
+    if code:
+        return code
     from sbprof.results import load_results
 
     text = render_train(load_results(outcome.results))
     print(text)
     print(f"measured {len(outcome.measured)} variant(s) ({len(outcome.failed)} failed), "
           f"{len(outcome.kept)} already done")
-    print(f"report: {write_report(folder, text)}\nresults: {outcome.results}")
-    return 0
+    print_outputs({"report": write_report(Path(outcome.results).parent, text), "results": outcome.results})
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -25,8 +25,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Optional
 
-from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, error, sigterm_interrupts
-from sbprof.errors import ConfigError, SbprofError
+from sbprof.cli.common import EXIT_CONFIG, EXIT_OK, job_config, print_outputs, run_in_folder
 
 if TYPE_CHECKING:
     from sbprof.results import Results
@@ -39,41 +38,35 @@ def main(argv: Optional[List[str]] = None, prog: str = "sbprof transducer") -> i
         print(__doc__.split("\n\n", 1)[1].replace("sbprof transducer", prog, 1))
         return 0 if argv else EXIT_CONFIG
     start = time.perf_counter()
-    from sbprof.cli.overrides import parse_command_line
-    from sbprof.results import FolderInUse, FolderLock, StorageError, prepare_output_folder
-    from sbprof.transducer.config import FLAGS, SCHEMA, load_config
+    from sbprof.transducer.config import FLAGS, SCHEMA
+
+    cfg = job_config(argv, list(SCHEMA), FLAGS, (), "sbprof.transducer.config:load_config")
+    if cfg is None:
+        return EXIT_CONFIG
+    from sbprof.results import StorageError
+    from sbprof.results.store import RESULTS_FILE
+    from sbprof.transducer.report import write_reports
+    from sbprof.transducer.runner import run_benchmark
 
     outputs: Dict[str, Path] = {}
 
-    def render(results: "Results") -> None:
-        from sbprof.transducer.report import write_reports
-
+    def render(results: "Results", folder: Path) -> None:
         try:
             outputs.update(write_reports(results, folder))
         except OSError as exc:
             raise StorageError(f"cannot write the reports in {folder}: {exc.strerror or exc}; results.json keeps "
                                "every finished record") from None
 
-    try:
-        path, overrides, options = parse_command_line(argv, list(SCHEMA), FLAGS)
-        cfg = load_config(path, overrides, options)
-        folder = prepare_output_folder(cfg.output_folder)
-        from sbprof.transducer.runner import run_benchmark
-
-        with sigterm_interrupts(), FolderLock(folder):
-            results = run_benchmark(cfg, on_progress=render)
-    except KeyboardInterrupt:
-        error("interrupted; finished backends are kept in the output folder; run the same command to resume")
-        return EXIT_INTERRUPTED
-    except SbprofError as exc:  # bad input (nothing measured) or a run that could not go on
-        error(str(exc))
-        return EXIT_CONFIG if isinstance(exc, (ConfigError, FolderInUse)) else EXIT_FAILED
+    code, done = run_in_folder(cfg.output_folder, lambda folder: (folder, run_benchmark(
+        cfg, on_progress=lambda results: render(results, folder))), "backends")
+    if code:
+        return code
+    folder, results = done
     if "report" in outputs:
         print(outputs["report"].read_text())
-    for name, out in {**outputs, "results": folder / "results.json"}.items():
-        print(f"{name}: {out}")
+    print_outputs({**outputs, "results": folder / RESULTS_FILE})
     print(f"{len(results.records)} record(s) in {time.perf_counter() - start:.0f} s")
-    return 0
+    return EXIT_OK
 
 
 if __name__ == "__main__":
