@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import Dict, Optional
 
-from sbprof.record import STATUSES, Measurement
+from sbprof.record import Measurement
 from sbprof.stats import GB
 
 MESSAGE_CHARS = 40

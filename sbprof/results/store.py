@@ -234,16 +234,6 @@ class ResultStore:
         return Results(job=r.job, rules=r.rules, models=r.models, machine=r.machine, records=self.records(),
                        calibration=list(r.calibration))
 
-    def add_calibration(self, measurements: Iterable[Measurement]) -> None:
-        """Add noise-floor records (kept apart from the cells) and save."""
-        before = list(self.results.calibration)
-        self.results.calibration = before + list(measurements)
-        try:
-            self.save()
-        except BaseException:
-            self.results.calibration = before
-            raise
-
     def add(self, measurement: Measurement) -> None:
         """Store (or replace) one record and rewrite the file atomically."""
         self.add_many([measurement])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, List, Mapping, Optional, Tuple
 
 from sbprof.checks import check_flag, check_int, check_list, is_positive_number, nearest, parse_device
 from sbprof.errors import ConfigError
