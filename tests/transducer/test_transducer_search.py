@@ -38,7 +38,10 @@ def test_search_on_real_steps_with_a_synthetic_budget():
             "probe_batches": 2}
     small = run_search(stepper, dict(cell, budget_bytes=None, start=2, limit=2))["probes"][0][1]
     large = run_search(stepper, dict(cell, budget_bytes=None, start=16, limit=16))["probes"][0][1]
-    assert large > 4 * small  # the heaviest batches of 16 need far more than those of 2
+    # The heaviest batches of 16 need far more than those of 2: 3.7-5.4x measured here, the lower figures
+    # after other tests had run in the process (a batch's growth of the resident set depends on the heap
+    # it starts from), so the premise is held with room to spare.
+    assert large > 2 * small
     budget = (small + large) // 2
     found = run_search(stepper, dict(cell, budget_bytes=budget))
     assert 2 <= found["largest"] < 16
