@@ -22,7 +22,6 @@ from tqdm import tqdm
 from sbprof.compare.meterlog import attach_meter_log
 from sbprof.compare.schema import CompareConfig, VariantSpec
 from sbprof.env import collect_env
-from sbprof.errors import ConfigError
 from sbprof.figures import cell_figures
 from sbprof.record import Cell, Measurement
 from sbprof.results.store import MACHINE_KEYS, Results, ResultStore
@@ -169,9 +168,7 @@ def run_comparison(cfg: CompareConfig, log: Callable[[str], None] = print,
     """
     folder = Path(cfg.output_folder)
     store = ResultStore(folder, comparison_results(cfg), derive=cell_figures)
-    if not store.reserve.hold():
-        raise ConfigError(f"output_folder {str(folder)!r}: its disk has less than "
-                          f"{store.reserve.size // 2**20} MiB free; free some space first")
+    store.reserve.require()
     outcome = CompareOutcome(output_folder=folder, results=store.path)
     todo, outcome.resumed = plan(cfg, store)
     total = outcome.resumed + sum(len(cells) for _, _, cells in todo)

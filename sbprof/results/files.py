@@ -132,18 +132,43 @@ class SpaceReserve:
         self.held = False
 
     def hold(self) -> bool:
-        """Take the reserve (again); False when the disk cannot spare it now."""
+        """Take the reserve (again); False when the disk cannot spare it now.
+
+        Other failures (a folder that does not exist or cannot be written) raise :class:`OSError`;
+        a file system without ``fallocate`` runs without a reserve (True, nothing held).
+        """
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600)
             try:
                 os.posix_fallocate(fd, 0, self.size)
             finally:
                 os.close(fd)
-        except OSError:
+        except OSError as exc:
             self.release()
-            return False
+            if exc.errno in DISK_FULL:
+                return False
+            if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL):
+                return True
+            raise
         self.held = True
         return True
+
+    def require(self, key: str = "output_folder") -> None:
+        """Take the reserve before a run, or stop it with one line naming the folder and the cause.
+
+        Raises
+        ------
+        ConfigError
+            The disk cannot spare the reserve, or the folder cannot hold files.
+        """
+        folder = str(self.path.parent)
+        try:
+            if self.hold():
+                return
+        except OSError as exc:
+            raise ConfigError(f"{key} {folder!r} cannot hold results: {exc.strerror or exc}") from None
+        raise ConfigError(f"{key} {folder!r}: its disk has less than {self.size // 2**20} MiB free; "
+                          "free some space first")
 
     def release(self) -> bool:
         """Give the bytes back; True when there was something to give."""

@@ -19,7 +19,6 @@ from tqdm import tqdm
 
 from sbprof.analysis.intervals import RepeatPolicy
 from sbprof.env import collect_env
-from sbprof.errors import ConfigError
 from sbprof.figures import cell_figures
 from sbprof.predictions import predict_cells
 from sbprof.interfaces import resolve_interface
@@ -286,9 +285,7 @@ def run_sweep(cfg: SweepConfig, log: Callable[[str], None] = print,
     """
     folder = Path(cfg.output_folder)
     store = ResultStore(folder, sweep_results(cfg), derive=cell_figures, summarise=summarise_sweep)
-    if not store.reserve.hold():
-        raise ConfigError(f"output_folder {str(folder)!r}: its disk has less than "
-                          f"{store.reserve.size // 2**20} MiB free; free some space first")
+    store.reserve.require()
     for warning in cfg.warnings:
         log(f"warning: {warning}")
     outcome = SweepOutcome(output_folder=folder, results=store.path)

@@ -287,9 +287,7 @@ def run_benchmark(cfg: TransducerConfig, log: Callable[[str], None] = print,
     shapes = load_shapes(**cfg.shapes.to_dict())
     modes = make_batches(cfg, shapes)  # bad batching input stops here, before any file is written
     store = ResultStore(prepare_output_folder(cfg.output_folder), transducer_results(cfg))
-    if not store.reserve.hold():
-        raise ConfigError(f"output_folder {cfg.output_folder!r}: its disk has less than "
-                          f"{store.reserve.size // 2**20} MiB free; free some space first")
+    store.reserve.require()
     try:
         for name in cfg.backends:
             run = BackendRun(cfg, name, modes, shapes)

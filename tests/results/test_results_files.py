@@ -1,6 +1,7 @@
 """Output folders that cannot hold results are refused before anything is measured; one run per folder."""
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
@@ -10,7 +11,8 @@ import time
 import pytest
 
 from sbprof.errors import ConfigError
-from sbprof.results.files import prepare_output_folder
+from sbprof.results import files as files_module
+from sbprof.results.files import SpaceReserve, prepare_output_folder
 from sbprof.results.lock import FolderInUse, FolderLock
 
 
@@ -75,3 +77,38 @@ def test_lock_of_a_killed_run_is_taken_over(tmp_path):
         if holder.poll() is None:
             holder.kill()
             holder.wait()
+
+
+def test_the_reserve_is_taken_before_a_run(tmp_path):
+    reserve = SpaceReserve(tmp_path)
+    reserve.require()
+    assert reserve.held and reserve.path.stat().st_size == 8 * 2**20
+    assert reserve.release() and not reserve.path.exists()
+
+
+@pytest.mark.parametrize("failure, expected", [
+    (errno.ENOSPC, "its disk has less than 8 MiB free; free some space first"),
+    (None, "cannot hold results: No such file or directory"),  # the folder was never made
+])
+def test_a_run_that_cannot_take_its_reserve_is_refused_with_the_real_cause(tmp_path, monkeypatch, failure, expected):
+    folder = tmp_path
+    if failure is None:
+        folder = tmp_path / "missing"
+    else:
+        def full(fd, offset, length):
+            raise OSError(failure, os.strerror(failure))
+        monkeypatch.setattr(files_module.os, "posix_fallocate", full)
+    reserve = SpaceReserve(folder)
+    with pytest.raises(ConfigError, match=expected):
+        reserve.require()
+    assert not reserve.held and not reserve.path.exists()
+
+
+def test_a_file_system_without_fallocate_runs_without_a_reserve(tmp_path, monkeypatch):
+    def unsupported(fd, offset, length):
+        raise OSError(errno.EOPNOTSUPP, os.strerror(errno.EOPNOTSUPP))
+
+    monkeypatch.setattr(files_module.os, "posix_fallocate", unsupported)
+    reserve = SpaceReserve(tmp_path)
+    reserve.require()
+    assert not reserve.held and not reserve.path.exists()
