@@ -273,7 +273,8 @@ def main(argv: Sequence[str] = None) -> None:
             figure = run_statistic(statistic)
             base, slow = np.array([figure(r) for r in base_pool]), np.array([figure(r) for r in slow_pool])
             print(f"\nrun {statistic}s: {1e3 * np.median(base):.2f} ms, between-run CV "
-                  f"{100 * np.std(base) / np.mean(base):.1f}%; slowed / baseline {np.median(slow) / np.median(base):.3f}")
+                  f"{100 * np.std(base) / np.mean(base):.1f}%; "
+                  f"slowed / baseline {np.median(slow) / np.median(base):.3f}")
             rows = [gate_power_pools(base_pool, slow_pool, n, args.repetitions, rng, args.threshold,
                                      statistic=statistic) for n in sizes]
             print(_table(f"model {args.model}, run {statistic}s: runs drawn without replacement from the pools "

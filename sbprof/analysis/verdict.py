@@ -226,9 +226,9 @@ def compare_runs(
     if not 0 < confidence < 1:
         raise ConfigError(f"confidence must be in (0, 1), got {confidence}")
     figure = run_statistic(statistic)
-    base_meds = [figure(run) for run in _as_runs(baseline, "baseline")]
-    cand_meds = [figure(run) for run in _as_runs(candidate, "candidate")]
-    shift, lo, hi, level = _shift_interval(np.log(base_meds), np.log(cand_meds), confidence)
+    base_figures = [figure(run) for run in _as_runs(baseline, "baseline")]
+    cand_figures = [figure(run) for run in _as_runs(candidate, "candidate")]
+    shift, lo, hi, level = _shift_interval(np.log(base_figures), np.log(cand_figures), confidence)
     ratio, low, high = math.exp(shift), math.exp(lo), math.exp(hi)
     # Turn the ratio so that above 1 means worse, whichever direction is better.
     worse, worse_lo, worse_hi = (ratio, low, high) if lower_is_better else (1 / ratio, 1 / high, 1 / low)
@@ -245,7 +245,7 @@ def compare_runs(
         verdict, reason = "unchanged", f"{change}: interval {span} includes 1, no change the runs can show"
     return Verdict(
         verdict=verdict, ratio=ratio, low=low, high=high, confidence=level, threshold=threshold,
-        lower_is_better=lower_is_better, baseline_runs=len(base_meds), candidate_runs=len(cand_meds),
-        baseline_median=statistics.median(base_meds), candidate_median=statistics.median(cand_meds),
+        lower_is_better=lower_is_better, baseline_runs=len(base_figures), candidate_runs=len(cand_figures),
+        baseline_median=statistics.median(base_figures), candidate_median=statistics.median(cand_figures),
         reason=reason, statistic=statistic, method=verdict_method(statistic),
     )

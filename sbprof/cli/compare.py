@@ -121,8 +121,9 @@ def gate(argv: List[str], prog: str) -> int:
     parser = argparse.ArgumentParser(
         prog=prog, allow_abbrev=False,
         description="Compare a new run with a baseline cell by cell, with a noise-aware verdict from the runs' "
-                    "raw samples (Hodges-Lehmann ratio of run medians or percentiles, exact Mann-Whitney interval). Exit 1 when "
-                    "a cell is slower or heavier beyond the threshold, 2 when cells cannot be judged.")
+                    "raw samples (Hodges-Lehmann ratio of run medians or percentiles, exact Mann-Whitney "
+                    "interval). Exit 1 when a cell is slower or heavier beyond the threshold, 2 when cells cannot "
+                    "be judged.")
     parser.add_argument("baseline", metavar="BASELINE", help="results folder or results.json")
     parser.add_argument("new", metavar="NEW", help="results folder or results.json")
     parser.add_argument("--threshold", default="5%", help="smallest change that counts (default 5%%)")
