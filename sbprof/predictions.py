@@ -20,13 +20,13 @@ from dataclasses import asdict, dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from sbprof.analysis.costmodel import CostPoint, HeldOutReport, fit_cost_model, validate_held_out
-
-TERMS = ("1", "L", "B*L", "B*L^2")
-"""The cost model's terms (see the module docstring)."""
 from sbprof.errors import ConfigError
 from sbprof.grid import triangle_skipped
 from sbprof.record import Measurement
 from sbprof.runs import group_runs, median_over_runs, representative, rtf_over_runs
+
+TERMS = ("1", "L", "B*L", "B*L^2")
+"""The cost model's terms (see the module docstring)."""
 
 SettingKey = Tuple[str, int]
 GridKey = Tuple[float, int]
@@ -124,14 +124,16 @@ def held_out_validation(records: Sequence[Measurement],
 
     Only for settings whose whole grid was measured (a corner to hold out).
     The triangle is SpeechBrain's rule on the grid's lengths and batch sizes
-    in increasing order.
+    in increasing order. A grid still being measured (a length or batch size
+    missing for some cell) gets none: its triangle would not be the grid's.
     """
     out: Dict[Tuple[SettingKey, str], HeldOutReport] = {}
     for setting, cells in _by_setting(records).items():
-        if not all(any(m.ok for m in runs) for runs in cells.values()):
-            continue
         lengths = sorted({k[0] for k in cells})
         batches = sorted({k[1] for k in cells})
+        if (len(cells) < len(lengths) * len(batches)
+                or not all(any(m.ok for m in runs) for runs in cells.values())):
+            continue
         corner = [k for k in cells if triangle_skipped(lengths.index(k[0]), batches.index(k[1]),
                                                          len(lengths), len(batches))]
         triangle = [k for k in cells if k not in corner]

@@ -6,6 +6,7 @@ import io
 
 import pytest
 
+from sbprof.predictions import held_out_validation
 from sbprof.record import Cell, Env, Measurement, MemoryPeak
 from sbprof.report import render_results
 from sbprof.report.csv_table import COLUMNS, render_csv
@@ -332,6 +333,15 @@ def test_full_grid_gets_a_held_out_validation():
     section = report.split("Held-out validation of the predictions", 1)[1]
     assert "| batch time" in section and "| peak memory" in section
     assert "| 0.0 %" in section  # an exact model predicts the corner exactly
+
+
+def test_a_grid_still_being_measured_gets_no_held_out_validation():
+    """Mid-run, one corner cell measured and two to come: no triangle of a grid that is not the grid."""
+    time_of = lambda a, b, r: (0.01 + 0.02 * a * b) / (a * b)  # noqa: E731
+    records = [m for m in grid_records(time_of, [1, 2, 4, 8], [1, 2, 4], memory_of=lambda a, b: 1e8 + 1e7 * a * b)
+               if (m.cell.audio_s, m.cell.batch_size) not in {(8, 2), (8, 4)}]
+    assert held_out_validation(records) == {}
+    assert "Held-out validation" not in render_markdown(results(records))
 
 
 def test_csv_keeps_predictions_apart_from_measurements():
