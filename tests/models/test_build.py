@@ -157,6 +157,24 @@ def test_encoder_decoder_asr_transcribes_example_audio(
     assert isinstance(models["encoder_decoder_asr"].transcribe_file(str(EXAMPLE_AUDIO)), str)
 
 
+@pytest.mark.parametrize("seconds", [1, 4])
+def test_encoder_decoder_asr_decodes_a_fixed_token_rate(models: Dict[str, Any], seconds: int) -> None:
+    """Speech and noise alike decode int(0.4 x encoder frames) search steps (the last emits <eos>).
+
+    An untrained decoder would otherwise stop at an arbitrary step, so its cost would follow no law of
+    the input length (a 2 s cut of the example decoded longer than a 4 s one).
+    """
+    asr = models["encoder_decoder_asr"]
+    speech, rate = soundfile.read(str(EXAMPLE_AUDIO), dtype="float32", frames=seconds * 16000)
+    noise = torch.Generator().manual_seed(0)
+    for wav in (torch.from_numpy(speech), 0.1 * torch.randn(seconds * 16000, generator=noise)):
+        batch, lengths = wav.repeat(BATCH, 1), torch.ones(BATCH)
+        frames = asr.encode_batch(batch, lengths).shape[1]
+        _, tokens = asr.transcribe_batch(batch, lengths)
+        assert frames == 25 * seconds  # 4x time pooling of 10 ms frames
+        assert [len(t) for t in tokens] == [int(frames * asr.hparams.max_decode_ratio) - 1] * BATCH
+
+
 def test_example_audio_format() -> None:
     info = soundfile.info(str(EXAMPLE_AUDIO))
     assert (info.samplerate, info.channels, info.subtype) == (16000, 1, "PCM_16")
