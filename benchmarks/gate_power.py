@@ -144,9 +144,10 @@ def model_pools(model: str, runs: int, audio_s: float, slowdown: float, samples:
     ``folder`` keeps the runs (a comparison results folder): run again with it to re-score them, or with a
     larger ``runs`` to add only the missing ones. Without it they go to a temporary folder."""
     from sbprof.compare.config import validate
-    from sbprof.compare.runner import run_comparison
-    from sbprof.models.build import LOCAL_MODELS
     from sbprof.interfaces import resolve_interface
+    from sbprof.jobs.registry import get_job
+    from sbprof.jobs.runner import run_config
+    from sbprof.models.build import LOCAL_MODELS
     from sbprof.results import load_results, prepare_output_folder
 
     interface = LOCAL_MODELS[model]
@@ -157,10 +158,12 @@ def model_pools(model: str, runs: int, audio_s: float, slowdown: float, samples:
     tree = {"variants": [{"name": "baseline", "source": model, "type": interface},
                          {"name": "slowed", "source": model, "type": f"gate_power.Slowed{interface}",
                           "method": spec.method, "args": list(spec.args)}],
-            "vary": "audio_s", "values": [audio_s], "samples": samples, "warmup": 2, "runs": runs, "threads": 1,
-            "example_audio": "example", "energy": {"cpu": False, "gpu": False}, "output_folder": str(folder)}
+            "vary": "audio_s", "values": [audio_s], "measured": samples, "warmup": 2, "repeats": {"runs": runs},
+            "devices": "cpu", "cpu_threads": 1, "example_audio": "example", "energy": {"cpu": False, "gpu": False},
+            "output_folder": str(folder)}
     sys.path.insert(0, str(BENCHMARKS))  # validation imports the slowed class too
-    run_comparison(validate(tree, "gate_power", BENCHMARKS, {"noprogressbar": True}), log=lambda line: None)
+    run_config(get_job("compare-models"), validate(tree, "gate_power", BENCHMARKS, {"noprogressbar": True}),
+               log=lambda line: None)
     records = load_results(folder).records
     pool = {name: [m.wall_s for m in sorted(records, key=lambda m: m.cell.run) if m.cell.variant == name and m.ok]
             for name in ("baseline", "slowed")}

@@ -40,8 +40,8 @@ profiling_dimensions: {{audio_mockup_secs: [1, 2, 4], batch_sizes: [1, 4], examp
                        triangle_only: False, export_logs: False}}
 devices: [cpu]
 cpu_threads: [1]
-warmup_batches: 2
-measured_batches: 5
+warmup: 2
+measured: 5
 repeats: {{runs: {runs}, confidence: 0.95}}
 noise_floor: False
 output_folder: {out}

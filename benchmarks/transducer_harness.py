@@ -62,15 +62,17 @@ print(json.dumps(times))
 
 def harness(python: str, backend: str, shapes, vocab: int, dim: int, steps: int, warmup: int, threads: int):
     """The benchmark's own worker (:mod:`sbprof.transducer.worker`) under the core's supervisor."""
-    payload = {"backend": backend, "device": "cpu", "threads": threads, "vocab_size": vocab, "joiner_dim": dim,
-               "blank": 0, "seed": 0,
-               "cells": [{"kind": "measure", "unmeasured": warmup, "steps": [shapes] * (warmup + steps)}]}
+    item = {"cell": {"model": backend, "params": {"mode": "fixed"}}, "label": backend, "settings": {},
+            "kind": "measure", "unmeasured": warmup, "steps": [shapes] * (warmup + steps), "padding": {},
+            "step_shapes": []}
     records = []
 
     def crashed(index: int, message: str) -> None:
         raise SystemExit(f"harness worker crashed: {message}")
 
     with tempfile.TemporaryDirectory() as folder:
+        payload = {"backend": backend, "device": "cpu", "threads": threads, "vocab_size": vocab, "joiner_dim": dim,
+                   "blank": 0, "seed": 0, "output_folder": folder, "items": [item]}
         job = WorkerJob(module="sbprof.transducer.worker", payload=payload, n_items=1, name="harness worker",
                         log_path=Path(folder) / "worker.log", python=python,
                         env={"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)})

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """SpeechBrain-style profiling recipe: ``python recipes/profile.py profile.yaml [--key value ...]``.
 
-Everything happens in :func:`sbprof.cli.profile.main`; see ``profile.yaml`` for the keys.
+Everything happens in :func:`sbprof.cli.job.main`; see ``profile.yaml`` for the keys.
 """
 import sys
 
-from sbprof.cli.common import run_recipe
+from sbprof.cli.job import run_recipe
 
 if __name__ == "__main__":
-    sys.exit(run_recipe(__file__, "sbprof.cli.profile", prog="python recipes/profile.py"))
+    sys.exit(run_recipe(__file__, "profile", prog="python recipes/profile.py"))

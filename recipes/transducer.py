@@ -2,11 +2,11 @@
 """Transducer-loss benchmark: ``python recipes/transducer.py CONFIG.yaml [--key value ...]``.
 
 The same as ``sbprof transducer CONFIG.yaml``: everything happens in
-:func:`sbprof.cli.transducer.main`; see ``transducer.yaml`` for the keys.
+:func:`sbprof.cli.job.main`; see ``transducer.yaml`` for the keys.
 """
 import sys
 
-from sbprof.cli.common import run_recipe
+from sbprof.cli.job import run_recipe
 
 if __name__ == "__main__":
-    sys.exit(run_recipe(__file__, "sbprof.cli.transducer", prog="python recipes/transducer.py"))
+    sys.exit(run_recipe(__file__, "transducer", prog="python recipes/transducer.py"))

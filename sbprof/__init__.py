@@ -12,9 +12,10 @@ Public API (everything else is internal):
 - per-module attribution: :class:`ModuleAttribution` -> :class:`ModuleBreakdown`,
   :func:`module_memory`; energy: :class:`EnergyMeter`; the regression
   gate: :func:`gate` (two :class:`Results` -> verdicts);
-- the profiling recipe: :func:`load_config` -> :class:`SweepConfig`,
-  :func:`run_sweep`, :func:`grid_picture`; renderers :func:`render_results`,
-  :func:`render_markdown`, :func:`render_csv`, :func:`write_reports`.
+- every job (:data:`JOBS`: ``profile``, ``train``, ``compare-models``...):
+  :func:`run` a job's YAML file (what ``sbprof JOB CONFIG.yaml`` does),
+  :func:`render_only` a saved results folder, :func:`load_results`;
+  :func:`grid_picture` shows a sweep's grid and its triangle rule.
 
 ``import sbprof`` is light: each name is imported from its module on first
 use (PEP 562), so a command that only renders saved results, or a worker
@@ -43,13 +44,15 @@ _EXPORTS: Dict[str, str] = {
     **dict.fromkeys(("CpuPeak", "CudaPeak"), "sbprof.memory"),
     **dict.fromkeys(("Cell", "Counts", "Energy", "Env", "Measurement", "MemoryPeak"), "sbprof.record"),
     **dict.fromkeys(("Results", "load_results"), "sbprof.results"),
-    **dict.fromkeys(("render_csv", "render_markdown", "render_results", "write_reports"), "sbprof.report"),
     **dict.fromkeys(("METRICS", "Stats", "rtf", "rtfx", "summarise"), "sbprof.stats"),
-    **dict.fromkeys(("SweepConfig", "SweepOutcome", "grid_picture", "load_config", "run_sweep"), "sbprof.sweep"),
+    "grid_picture": "sbprof.grid",
+    "JOBS": "sbprof.jobs.registry",
+    "run": "sbprof.jobs.runner",
+    "render_only": "sbprof.jobs.render",
     "measure": "sbprof.timing",
     **dict.fromkeys(("ModuleAttribution", "ModuleBreakdown", "module_memory"), "sbprof.modules"),
     "EnergyMeter": "sbprof.energy.meter",
-    "gate": "sbprof.compare.gate",
+    "gate": "sbprof.analysis.gate",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -15,12 +15,14 @@ import hashlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
+import numpy
 import soundfile
 import torch
 
 from sbprof.errors import ConfigError
+from sbprof.yamlconfig import EXAMPLE_TOKEN, resolve_path, shipped_example
 
 NOISE_STD = 0.1
 """Standard deviation of mock-up noise: about -20 dB full scale, the level of normalised speech."""
@@ -81,6 +83,49 @@ def input_kind(example_audio: Optional[Union[str, Path]], seed: int) -> str:
     if example_audio is None:
         return f"random:seed={seed}"
     return f"file:{Path(example_audio).name}:sha256={file_digest(example_audio)}"
+
+
+def check_recording(path: Union[str, Path]) -> Optional[str]:
+    """Why ``path`` cannot stand for speech (unreadable, empty, non-finite or silent samples), or ``None``.
+
+    Example
+    -------
+    >>> import tempfile, pathlib, numpy
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "nan.wav"
+    >>> soundfile.write(str(p), numpy.full(160, numpy.nan, dtype="float32"), 16000, subtype="FLOAT")
+    >>> check_recording(p)
+    'holds non-finite samples (NaN or infinity) at 160 of its 160 samples'
+    """
+    try:
+        data, _ = soundfile.read(str(path), dtype="float32", always_2d=True)
+    except (OSError, RuntimeError) as exc:  # libsndfile's errors are RuntimeErrors
+        return f"is not readable audio: {' '.join(str(exc).split())}"
+    if data.shape[0] == 0:
+        return "holds no samples (a valid header, no audio)"
+    bad = int((~numpy.isfinite(data)).any(axis=1).sum())
+    if bad:
+        return f"holds non-finite samples (NaN or infinity) at {bad} of its {data.shape[0]} samples"
+    if not numpy.abs(data).max() > 0:
+        return "holds only digital silence (every sample is 0): use null for seeded noise instead"
+    return None
+
+
+def check_example_audio(value: Any, where: str, key: str, base: Path) -> Optional[str]:
+    """``example_audio``: ``null`` (seeded noise), ``example`` (the recording shipped in sbprof) or a readable
+    recording that holds sound; the absolute path."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{where}: {key} must be null, {EXAMPLE_TOKEN!r} or a path, got {value!r}")
+    path = shipped_example() if value == EXAMPLE_TOKEN else resolve_path(value, base)
+    if path.is_dir():
+        raise ConfigError(f"{where}: {key} {str(path.resolve())!r} is a folder, not an audio file")
+    if not path.is_file():
+        raise ConfigError(f"{where}: {key}: no such file {str(path.resolve())!r}")
+    problem = check_recording(path)
+    if problem:
+        raise ConfigError(f"{where}: {key} {str(path)!r} {problem}")
+    return str(path.resolve())
 
 
 def load_example(path: Union[str, Path], sample_rate: int) -> torch.Tensor:

@@ -77,6 +77,30 @@ def check_list(value: Any, name: str, integers: bool, where: str = "") -> Tuple[
     return tuple(value)
 
 
+def check_choices(value: Any, name: str, known: Sequence[str], where: str = "", noun: str = "name") -> Tuple[str, ...]:
+    """A non-empty list of distinct ``noun``s from ``known`` (one alone is a list of one).
+
+    Example
+    -------
+    >>> check_choices("ctc", "variants", ["ctc", "transducer"])
+    ('ctc',)
+    >>> check_choices(["ctc", "rnnt"], "variants", ["ctc", "transducer"], "t.yaml", "variant")
+    Traceback (most recent call last):
+    ...
+    sbprof.errors.ConfigError: t.yaml: variants: unknown variant 'rnnt'; known: ctc, transducer
+    """
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not items:
+        raise ConfigError(f"{_at(where, name)} must be a non-empty list from {', '.join(known)}, got {value!r}")
+    for item in items:
+        if item not in known:
+            raise ConfigError(f"{_at(where, name)}: unknown {noun} {item!r}{nearest(str(item), list(known))}; "
+                              f"known: {', '.join(known)}")
+    if len(set(items)) != len(items):
+        raise ConfigError(f"{_at(where, name)} lists a {noun} twice: {list(items)!r}")
+    return tuple(items)
+
+
 def parse_device(value: Any, where: str = "", name: str = "device") -> Tuple[str, Optional[int]]:
     """``"cpu"``, ``"cuda"`` or ``"cuda:N"`` as ``(type, index)``, without touching CUDA.
 

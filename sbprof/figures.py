@@ -97,6 +97,7 @@ def cell_figures(m: Measurement) -> Dict[str, Any]:
     return {
         "status": m.status,
         "batch_audio_s": m.audio_seconds,
+        "wall_s_median": m.summary("wall_s").median if m.ok and m.wall_s else None,
         "rtf": as_dict(rtf_stats(m, "wall_s")),
         "rtf_cpu": as_dict(rtf_stats(m, "cpu_s")),
         "rtf_cuda": as_dict(rtf_stats(m, "cuda_s")),

@@ -24,24 +24,67 @@ def shipped_example() -> Path:
     return Path(__file__).resolve().parent / "data" / "example_audio.wav"
 
 
+MAX_CONFIG_BYTES = 1 << 20
+"""Configuration files larger than this (1 MiB) are refused before parsing: YAML parsing of a few MB takes
+minutes, and no configuration needs more than a few KB."""
+
+
+def read_config_text(path: Union[str, Path]) -> str:
+    """The text of a configuration file, or one clear line: missing, not a file, too large, not UTF-8, empty.
+
+    Example
+    -------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "c.yaml"
+    >>> _ = p.write_bytes(b"seed: 1 # caf\\xe9\\n")
+    >>> read_config_text(p)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    sbprof.errors.ConfigError: ...c.yaml: not UTF-8 text (byte 0xe9 at position 13); save it as UTF-8
+    """
+    file = str(path)
+    path = Path(path)
+    try:
+        if not path.is_file():
+            raise ConfigError(f"{file}: no such configuration file" if not path.exists() else
+                              f"{file}: not a file")
+        size = path.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{file}: {size / 2**20:.1f} MiB is too large for a configuration file (the limit is "
+                              f"{MAX_CONFIG_BYTES // 2**20} MiB)")
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot be read: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{file}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at position {exc.start}); "
+                          "save it as UTF-8") from None
+    if all(not line.strip() or line.lstrip().startswith("#") for line in text.splitlines()):
+        raise ConfigError(f"{file}: the file is empty (no keys, at most comments)")
+    return text
+
+
 def load_yaml(path: Union[str, Path], overrides: Optional[Mapping[str, Any]] = None) -> Any:
     """A HyperPyYAML file loaded with ``overrides`` merged in; one clear line for any failure."""
+    import io
+
     import ruamel.yaml
     from hyperpyyaml import load_hyperpyyaml
 
     file = str(path)
-    if not Path(path).is_file():
-        raise ConfigError(f"{file}: no such configuration file")
+    text = read_config_text(path)
     try:
         # A structural first read (tags kept, nothing built): HyperPyYAML fails obscurely on a non-mapping.
-        top = ruamel.yaml.YAML(typ="rt").load(Path(path).read_text())
+        top = ruamel.yaml.YAML(typ="rt").load(text)
     except ruamel.yaml.YAMLError as exc:
         raise ConfigError(f"{file}: not valid YAML: {' '.join(str(exc).split())}") from None
     if not isinstance(top, Mapping):
         raise ConfigError(f"{file}: the top level must be a mapping of keys, got {'a list' if isinstance(top, list) else type(top).__name__}")
+    stream = io.StringIO(text)
+    stream.name = str(Path(path).resolve())  # HyperPyYAML resolves !include paths against the file's folder
     try:
-        with open(path) as f:
-            return load_hyperpyyaml(f, dict(overrides) if overrides else None, overrides_must_match=False)
+        return load_hyperpyyaml(stream, dict(overrides) if overrides else None, overrides_must_match=False)
     except ruamel.yaml.YAMLError as exc:
         raise ConfigError(f"{file}: not valid YAML: {' '.join(str(exc).split())}") from None
     except (KeyError, ValueError, TypeError, ImportError, AttributeError) as exc:
@@ -49,7 +92,9 @@ def load_yaml(path: Union[str, Path], overrides: Optional[Mapping[str, Any]] = N
         # that is not a mapping at the top level.
         raise ConfigError(f"{file}: cannot be loaded by HyperPyYAML: {type(exc).__name__}: {exc}") from None
     except OSError as exc:
-        raise ConfigError(f"{file}: cannot be read: {exc.strerror}") from None
+        # An !include of a file that is missing or unreadable: name that file, not this one.
+        name = exc.filename or "a file it includes"
+        raise ConfigError(f"{file}: {name}: cannot be read ({exc.strerror or exc}), named by an !include") from None
 
 
 def check_keys(tree: Any, schema: Dict[str, Any], file: str, prefix: str = "") -> None:

@@ -97,13 +97,16 @@ class FaultyInterface(Pretrained):
     Hyperparameters (lists may be empty):
     ``raise_batch_sizes`` -> ValueError; ``oom_from_s`` -> MemoryError for
     utterances at least that long; ``kill_batch_sizes`` -> SIGKILL, as the
-    kernel's OOM killer would.
+    kernel's OOM killer would; ``hang_batch_sizes`` (optional) -> never returns.
     """
 
     def process(self, wavs: torch.Tensor, wav_lens: torch.Tensor) -> torch.Tensor:
         batch, samples = wavs.shape
         if batch in self.hparams.kill_batch_sizes:
             os.kill(os.getpid(), signal.SIGKILL)
+        if batch in getattr(self.hparams, "hang_batch_sizes", []):
+            while True:
+                time.sleep(60)
         if batch in self.hparams.raise_batch_sizes:
             raise ValueError(f"fake failure for batch size {batch}")
         if samples / self.hparams.sample_rate >= self.hparams.oom_from_s:
@@ -167,8 +170,8 @@ def write_sweep_yaml(
         f"    export_logs: {export_logs}",
         "devices: [cpu]",
         f"cpu_threads: {flow(threads)}",
-        f"warmup_batches: {warmup}",
-        f"measured_batches: {measured}",
+        f"warmup: {warmup}",
+        f"measured: {measured}",
         f"repeats: {{runs: {runs}}}",
         f"noise_floor: {noise_floor}",
         "seed: 0",

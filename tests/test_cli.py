@@ -13,11 +13,15 @@ import psutil
 import pytest
 
 from fake_interfaces import replace_in_file, use_test_environment, write_model_folder, write_sweep_yaml
-from sbprof.cli.profile import main
+from sbprof.cli import main as sbprof_main
 from sbprof.results import RESULTS_FILE
 
 REPO = Path(__file__).resolve().parents[1]
 BUSY = {"type_name": "fake_interfaces.BusyInterface", "method": "process", "args": ["wavs", "wav_lens"]}
+
+
+def main(argv):
+    return sbprof_main(["profile"] + list(argv))
 
 
 @pytest.fixture(autouse=True)
@@ -145,9 +149,9 @@ def test_changed_settings_are_refused_on_rerun(tmp_path, capsys):
     path = _busy_yaml(tmp_path, 0.01, lengths=[0.5], batch_sizes=[1])
     assert main([str(path), "--noprogressbar"]) == 0
     before = (tmp_path / "out" / RESULTS_FILE).read_text()
-    assert main([str(path), "--noprogressbar", "--measured_batches", "3"]) == 2
+    assert main([str(path), "--noprogressbar", "--measured", "3"]) == 2
     err = capsys.readouterr().err
-    assert "measured_batches: 2 there, 3 now" in err and "--output_folder" in err
+    assert "measured: 2 there, 3 now" in err and "--output_folder" in err
     assert (tmp_path / "out" / RESULTS_FILE).read_text() == before
 
 
@@ -279,7 +283,7 @@ def test_render_only(tmp_path, capsys):
     assert main(["--render-only", str(tmp_path / "out")]) == 0
     assert (tmp_path / "out" / "report.md").is_file()
     assert main(["--render-only", str(tmp_path / "nowhere")]) == 2
-    assert "no such results file" in capsys.readouterr().err
+    assert "no such results folder or file" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])

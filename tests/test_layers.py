@@ -1,10 +1,12 @@
-"""The architecture holds: layers point one way, no import cycles, light commands stay light.
+"""The architecture holds: layers point one way, no import cycles, light commands stay light, jobs stay apart.
 
 Layers (README, "Architecture"):
   0 record / statistics: pure, no torch at import;
   1 measuring and I/O: clocks, memory, profiler events, energy, results files, worker processes;
-  2 features: decorators, sweep, renderers, models, FLOPs, parameters, the transducer benchmark, comparisons;
+  2 features: the jobs runner and registry, the jobs, renderers, decorators, models, FLOPs, parameters;
   3 the command line.
+Beside the layers: no job imports another job, the registry and the runner import no job (they name them), and
+renderers import no job and call no statistics (they format a summary analysed before them).
 """
 from __future__ import annotations
 
@@ -21,14 +23,17 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sbprof"
 
 LAYERS = {
     0: ("sbprof.errors", "sbprof.checks", "sbprof.record", "sbprof.stats", "sbprof.figures", "sbprof.analysis",
-        "sbprof.grid", "sbprof.runs", "sbprof.predictions"),
+        "sbprof.grid", "sbprof.runs", "sbprof.predictions", "sbprof.yamlconfig"),
     1: ("sbprof.timing", "sbprof.memory", "sbprof.env", "sbprof.events", "sbprof.device_split", "sbprof.traces",
-        "sbprof.yamlconfig", "sbprof.audio",
-        "sbprof.energy", "sbprof.results", "sbprof.workers"),
-    2: ("sbprof.decorators", "sbprof.sweep", "sbprof.report", "sbprof.interfaces", "sbprof.models", "sbprof.flops",
-        "sbprof.params", "sbprof.modules", "sbprof.transducer", "sbprof.compare", "sbprof.train"),
-    3: ("sbprof.cli", "sbprof.pytest_plugin"),
+        "sbprof.audio", "sbprof.utterances", "sbprof.energy", "sbprof.results", "sbprof.workers"),
+    2: ("sbprof.jobs", "sbprof.decorators", "sbprof.sweep", "sbprof.report", "sbprof.interfaces", "sbprof.models",
+        "sbprof.flops", "sbprof.params", "sbprof.modules", "sbprof.transducer", "sbprof.compare", "sbprof.train",
+        "sbprof.counts"),
+    3: ("sbprof.cli", "sbprof.pytest_plugin", "sbprof.__main__"),
 }
+JOBS = ("sbprof.sweep", "sbprof.compare", "sbprof.train", "sbprof.transducer", "sbprof.counts")
+"""The job packages: each a registration in sbprof.jobs.registry, none importing another."""
+STATISTICS = ("sbprof.analysis", "sbprof.runs", "sbprof.predictions", "sbprof.figures", "sbprof.stats")
 
 
 def module_name(path: Path) -> str:
@@ -77,6 +82,30 @@ MEASURING = ("sbprof.timing", "sbprof.memory", "sbprof.workers", "sbprof.energy"
              "sbprof.decorators", "sbprof.modules")
 
 
+def job_of(module: str):
+    return next((j for j in JOBS if module == j or module.startswith(j + ".")), None)
+
+
+def test_no_job_imports_another_and_the_registry_and_runner_import_none():
+    wrong = [f"{m} imports {t}" for m, targets in imports().items() for t in targets
+             if job_of(t) and (job_of(m) or m.startswith("sbprof.jobs")) and job_of(m) != job_of(t)]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_renderers_import_no_job_and_call_no_statistics():
+    """A renderer may name the summary's types (and tables of definitions), never a function that computes."""
+    wrong = []
+    for path in (PACKAGE / "report").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("sbprof"):
+                if job_of(node.module):
+                    wrong.append(f"{path.name} imports the job {node.module}")
+                if node.module.startswith(STATISTICS):
+                    wrong += [f"{path.name} imports {a.name} from {node.module}" for a in node.names
+                              if not a.name[:1].isupper()]
+    assert not wrong, "\n".join(wrong)
+
+
 def test_renderers_never_measure_and_measuring_code_never_renders():
     graph = imports()
     for module, targets in graph.items():
@@ -112,7 +141,7 @@ def _imported_after(code: str) -> Set[str]:
 
 
 @pytest.mark.parametrize("command", [
-    "from sbprof.cli.profile import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass",
+    "from sbprof.cli import main\ntry:\n    main(['profile', '--help'])\nexcept SystemExit:\n    pass",
     "from sbprof.cli import main\nmain(['--help'])",
 ])
 def test_help_does_not_import_torch(command):
@@ -123,7 +152,7 @@ def test_render_only_does_not_import_torch(tmp_path):
     from sbprof.record import Cell, Measurement
     from sbprof.results.store import ResultStore, Results
 
-    ResultStore(tmp_path, Results("sweep")).add(Measurement(
+    ResultStore(tmp_path, Results("profile")).add(Measurement(
         label="c", cell=Cell(model="m", audio_s=1, batch_size=1), wall_s=[0.1], cpu_s=[0.1], audio_seconds=1.0))
-    loaded = _imported_after(f"from sbprof.cli.profile import main\nassert main(['--render-only', {str(tmp_path)!r}]) == 0")
+    loaded = _imported_after(f"from sbprof.cli import main\nassert main(['profile', '--render-only', {str(tmp_path)!r}]) == 0")
     assert "torch" not in loaded and (tmp_path / "report.md").is_file()

@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 
 from fake_interfaces import use_test_environment, write_sweep_yaml
+from sbprof.jobs.registry import get_job
+from sbprof.jobs.runner import run_config
 from sbprof.predictions import held_out_validation
-from sbprof.report import write_reports
-from sbprof.results import FolderLock, load_results, prepare_output_folder
+from sbprof.results import load_results
 from sbprof.sweep.config import load_config
-from sbprof.sweep.runner import run_sweep
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "sbprof" / "data" / "example_audio.wav"
 
@@ -36,10 +36,7 @@ def test_triangle_predicts_the_measured_corner_of_a_real_model(tmp_path, model, 
     path = write_sweep_yaml(tmp_path / "s.yaml", model, interface, example_audio=EXAMPLE, triangle_only=False,
                             lengths=[0.5, 1, 2, 4], batch_sizes=[1, 2, 4], warmup=2, measured=5,
                             output_folder=tmp_path / "out")
-    cfg = load_config(path, None, {"noprogressbar": True})
-    folder = prepare_output_folder(cfg.output_folder)
-    with FolderLock(folder):
-        run_sweep(cfg, log=lambda line: None, on_progress=lambda results: write_reports(results, folder))
+    folder = run_config(get_job("profile"), load_config(path, None, {"noprogressbar": True}), log=print).folder
     reports = held_out_validation(load_results(folder).records)
     errors = {figure: r.median_abs_rel_error for (_, figure), r in reports.items()}
     assert set(errors) == {"time_s", "batch_memory_bytes", "peak_memory_bytes"}

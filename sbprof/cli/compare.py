@@ -1,33 +1,23 @@
-"""``sbprof compare-models``, ``sbprof merge`` and ``sbprof compare`` (the regression gate).
+"""``sbprof merge`` and ``sbprof compare`` (the regression gate): commands over saved results, measuring nothing.
 
 Usage::
 
-    sbprof compare-models COMPARE.yaml [--key value ...] [--noprogressbar] [--device D]
-    sbprof compare-models --render-only DIR_OR_RESULTS_JSON
     sbprof merge FOLDER FOLDER [FOLDER ...] --output DIR
     sbprof compare BASELINE NEW [--threshold 5%] [--metric rtf|peak_memory] [--within-run] [--any-machine]
 
-Exit codes. ``compare-models`` and ``merge``: 0 done, 1 the run could not go
-on (a model that does not load, a full disk), 2 bad input (nothing
-measured), 130 interrupted (finished points kept). ``compare``: 0 nothing
-regressed, 1 something is slower or heavier beyond the threshold (or fails
-now), 2 bad input or cells that cannot be judged (too few runs; see
-``--within-run``).
+Exit codes. ``merge``: 0 done, 1 the report could not be written (a full
+disk), 2 bad input. ``compare``: 0 nothing regressed, 1 something is slower
+or heavier beyond the threshold (or fails now), 2 bad input or cells that
+cannot be judged (too few runs; see ``--within-run``).
 """
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
-from sbprof.cli.common import (EXIT_CONFIG, EXIT_FAILED, EXIT_OK, error, job_config, print_outputs, render_only,
-                               run_in_folder)
+from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, error, print_outputs
 from sbprof.errors import ConfigError, SbprofError
-
-FLAGS = ("noprogressbar",)
-VALUES = ("device",)
-
 
 def parse_threshold(text: str) -> float:
     """``5%`` or ``0.05`` as a fraction.
@@ -50,46 +40,6 @@ def parse_threshold(text: str) -> float:
     return value
 
 
-def _render(target: str) -> Dict[str, Path]:
-    from sbprof.report.comparison import write_comparison_reports
-    from sbprof.results import load_results
-
-    path = Path(target)
-    return write_comparison_reports(load_results(path), path if path.is_dir() else path.parent)
-
-
-def compare_models(argv: List[str], prog: str) -> int:
-    """Measure a comparison and write its reports."""
-    from sbprof.compare.schema import TOP_KEYS
-
-    parser = argparse.ArgumentParser(
-        prog=prog, allow_abbrev=False,
-        usage="%(prog)s COMPARE.yaml [--key value ...]\n       %(prog)s --render-only RESULTS",
-        description="Compare models or variants over a varied size: parameters, latency (median and spread), "
-                    "RTFx, memory and energy per point, growth laws and crossovers, with plots.",
-        epilog="Any --key value overrides that key of the YAML file, SpeechBrain-style, e.g. --samples 20 "
-               "--values '[1, 2, 4]'. Run options: --noprogressbar; --device cpu|cuda:N.")
-    parser.add_argument("--render-only", metavar="RESULTS", help="re-render report.md, results.csv and the plots "
-                        "from an existing results.json (or its folder) without measuring")
-    args, rest = parser.parse_known_args(argv)
-    if args.render_only:
-        return render_only(args.render_only, rest, _render)
-    cfg = job_config(rest, TOP_KEYS, FLAGS, VALUES, "sbprof.compare.config:load_compare_config")
-    if cfg is None:
-        return EXIT_CONFIG
-    from sbprof.compare.runner import run_comparison
-    from sbprof.report.comparison import write_comparison_reports
-
-    outputs: Dict[str, Path] = {}
-    code, outcome = run_in_folder(cfg.output_folder, lambda folder: run_comparison(
-        cfg, on_progress=lambda results: outputs.update(write_comparison_reports(results, folder))), "points")
-    if code:
-        return code
-    print(f"measured {outcome.measured} point(s) ({outcome.failed} failed), {outcome.resumed} already done")
-    print_outputs({**outputs, "results": outcome.results})
-    return EXIT_OK
-
-
 def merge(argv: List[str], prog: str) -> int:
     """Merge results folders of several machines into one report."""
     parser = argparse.ArgumentParser(
@@ -99,13 +49,19 @@ def merge(argv: List[str], prog: str) -> int:
     parser.add_argument("folders", nargs="+", metavar="FOLDER", help="results folders (or results.json files)")
     parser.add_argument("--output", required=True, metavar="DIR", help="where report.md and the plot go")
     args = parser.parse_args(argv)
-    from sbprof.compare.merge import load_machines
-    from sbprof.report.comparison import write_merged_report
-    from sbprof.results import prepare_output_folder
+    from sbprof.analysis.machines import analyse_machines
+    from sbprof.report.machines import write_merged_report
+    from sbprof.results import RESULTS_FILE, prepare_output_folder
+    from sbprof.results.merge import load_machines
 
     try:
         machines = load_machines(args.folders)
-        outputs = write_merged_report(machines, prepare_output_folder(args.output, "--output"))
+        output = prepare_output_folder(args.output, "--output")
+        inputs = {(m.source if m.source.is_dir() else m.source.parent).resolve() for m in machines}
+        if output.resolve() in inputs or (output / RESULTS_FILE).exists():
+            raise ConfigError(f"--output {args.output!r} holds results of its own (an input folder, or another "
+                              "run's): its report would be replaced; give a new folder")
+        outputs = write_merged_report(analyse_machines(machines), output)
     except SbprofError as exc:
         error(str(exc))
         return EXIT_CONFIG
@@ -137,8 +93,8 @@ def gate(argv: List[str], prog: str) -> int:
                              "(labelled WITHIN-RUN; expect false alarms)")
     parser.add_argument("--any-machine", action="store_true", help="compare results from different hardware")
     args = parser.parse_args(argv)
-    from sbprof.compare.gate import gate as run_gate
-    from sbprof.report.comparison import render_gate
+    from sbprof.analysis.gate import gate as run_gate
+    from sbprof.report.gate import render_gate
     from sbprof.results import load_results
 
     try:
@@ -154,24 +110,23 @@ def gate(argv: List[str], prog: str) -> int:
     return EXIT_CONFIG if report.unjudged else EXIT_OK
 
 
-COMMANDS: Dict[str, Callable[[List[str], str], int]] = {"compare-models": compare_models, "merge": merge,
-                                                         "compare": gate}
+COMMANDS: Dict[str, Callable[[List[str], str], int]] = {"merge": merge, "compare": gate}
 
 
-def main(argv: Optional[List[str]] = None, prog: str = "sbprof compare-models") -> int:
-    """Run the subcommand that ``prog`` names (``sbprof compare``, ``sbprof merge``, ``sbprof compare-models``).
+def main(argv: Optional[List[str]] = None, prog: str = "sbprof compare") -> int:
+    """Run the subcommand that ``prog`` names (``sbprof compare`` or ``sbprof merge``).
 
     Example
     -------
     >>> main(["a.yaml"], prog="sbprof unknown")
     Traceback (most recent call last):
     ...
-    ValueError: no compare subcommand named 'unknown'; known: compare-models, merge, compare
+    ValueError: no subcommand named 'unknown' here; known: merge, compare
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     command = prog.split()[-1]
     if command not in COMMANDS:
-        raise ValueError(f"no compare subcommand named {command!r}; known: {', '.join(COMMANDS)}")
+        raise ValueError(f"no subcommand named {command!r} here; known: {', '.join(COMMANDS)}")
     return COMMANDS[command](argv, prog)
 
 

@@ -6,7 +6,7 @@ worker processes (the comparison runner), then:
 - with no stored baseline (or ``update=True``), stores those runs as the
   baseline (``<baseline_dir>/<name>/results.json``): status ``recorded``;
 - otherwise measures a new set of runs in a scratch folder and hands both
-  to the regression gate (:func:`sbprof.compare.gate.gate`): status
+  to the regression gate (:func:`sbprof.analysis.gate.gate`): status
   ``failed`` when the cell regressed beyond ``threshold`` (the gate's
   run-level verdict), else ``passed``.
 
@@ -22,12 +22,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Optional, Union
 
+from sbprof.analysis.gate import GateReport, describe_row, gate, min_runs
 from sbprof.compare.config import validate
-from sbprof.compare.gate import GateReport, describe_row, gate, min_runs
-from sbprof.compare.runner import run_comparison
 from sbprof.errors import ConfigError
-from sbprof.results import FolderLock, Results, load_results, prepare_output_folder
-from sbprof.results.store import RESULTS_FILE
+from sbprof.jobs.registry import get_job
+from sbprof.jobs.runner import run_config
+from sbprof.results import RESULTS_FILE, Results, load_results
 
 
 @dataclass(frozen=True)
@@ -45,15 +45,13 @@ def _named(results: Results, name: str) -> Results:
     """The records with ``Cell.model`` set to the budget's name (a model folder's path differs between clones)."""
     records = [replace(m, cell=replace(m.cell, model=name)) for m in results.records]
     return Results(job=results.job, rules=results.rules, models=results.models, machine=results.machine,
-                   records=records)
+                   records=records, notes=results.notes)
 
 
 def _measure(tree: Mapping[str, Any], name: str, folder: Path) -> Results:
     cfg = validate({**tree, "output_folder": str(folder)}, f"budget {name!r}", Path.cwd(), {"noprogressbar": True})
-    folder = prepare_output_folder(cfg.output_folder)
-    with FolderLock(folder):
-        run_comparison(cfg, log=lambda line: None)
-    return _named(load_results(folder), name)
+    outcome = run_config(get_job("compare-models"), cfg, log=lambda line: None)
+    return _named(load_results(outcome.results), name)
 
 
 def check_budget(name: str, variant: Mapping[str, Any], baseline_dir: Union[str, Path], *, audio_s: float = 2.0,
@@ -98,8 +96,8 @@ def check_budget(name: str, variant: Mapping[str, Any], baseline_dir: Union[str,
     if not isinstance(name, str) or not name or "/" in name:
         raise ConfigError(f"budget name must be a non-empty string without '/', got {name!r}")
     tree = {"variants": [{"name": name, **variant}], "vary": "audio_s", "values": [audio_s],
-            "batch_size": batch_size, "samples": samples, "warmup": warmup, "runs": runs, "device": device,
-            "threads": threads, "example_audio": example_audio, "seed": seed,
+            "batch_size": batch_size, "measured": samples, "warmup": warmup, "repeats": {"runs": runs},
+            "devices": device, "cpu_threads": threads, "example_audio": example_audio, "seed": seed,
             "energy": {"cpu": False, "gpu": False}}
     stored = Path(baseline_dir) / name
     if update or not (stored / RESULTS_FILE).is_file():

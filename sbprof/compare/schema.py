@@ -4,78 +4,40 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-VARIANT_KEYS = ("name", "source", "type", "method", "args", "overrides", "yaml", "module", "input", "features")
+from sbprof.jobs.preamble import SCHEMA as PREAMBLE, Defaults, Preamble
+from sbprof.models.source import SOURCE_KEYS, ModelSource
+
+VARIANT_KEYS = ("name",) + SOURCE_KEYS
 ENERGY_KEYS = ("cpu", "gpu", "powercap_root", "meter_log", "meter_time_column", "meter_watts_column",
                "meter_clock_offset_s")
-TOP_KEYS = ("variants", "vary", "values", "batch_size", "audio_s", "frame_shift_s", "samples", "warmup", "runs",
-            "device", "threads", "example_audio", "seed", "energy", "output_folder")
-SCHEMA: Dict[str, Any] = {**{k: None for k in TOP_KEYS}, "energy": {k: None for k in ENERGY_KEYS}}
-
-VARIED = {
-    "audio_s": "seconds of audio per utterance",
-    "frames": "frames per utterance",
-    "batch_size": "utterances per batch",
+SCHEMA: Dict[str, Any] = {
+    **PREAMBLE, "variants": None, "vary": None, "values": None, "batch_size": None, "audio_s": None,
+    "frame_shift_s": None, "example_audio": None, "energy": {k: None for k in ENERGY_KEYS},
 }
-"""The dimension a comparison varies, and how an axis names it."""
-
-MODULE_INPUTS = ("wavs", "features")
-DEFAULT_OUTPUT_FOLDER = "results/compare"
-DEFAULT_SAMPLES = 100
+DEFAULTS = Defaults(warmup=2, measured=100, output_folder="results/compare")
 
 
 @dataclass(frozen=True)
-class VariantSpec:
-    """One model or variant to measure.
-
-    Either a pretrained interface (``source`` + ``type``, as in the profiling
-    recipe, with optional ``method``/``args``) or a HyperPyYAML-built module
-    (``yaml`` file + the ``module`` key it defines, called on ``input``:
-    waveforms ``[batch, samples]`` or features ``[batch, frames, features]``).
-    ``overrides`` are HyperPyYAML overrides applied when loading (e.g.
-    ``{beam_size: 1}``), which is how one model yields several variants.
+class Variant:
+    """One model or variant to measure: its name (its label in tables and plots) and where it comes from.
 
     Example
     -------
-    >>> v = VariantSpec(name="beam1", source="encoder_decoder_asr", type="EncoderDecoderASR",
-    ...                 kind="local_model", overrides={"beam_size": 1})
-    >>> VariantSpec.from_dict(v.to_dict()) == v, v.is_module, v.model
-    (True, False, 'encoder_decoder_asr')
+    >>> v = Variant("beam1", ModelSource(kind="local_model", source="encoder_decoder_asr", type="EncoderDecoderASR",
+    ...                                  overrides={"beam_size": 1}))
+    >>> Variant.from_dict(v.to_dict()) == v, v.source.name
+    (True, 'encoder_decoder_asr')
     """
 
     name: str
-    kind: str
-    source: Optional[str] = None
-    type: Optional[str] = None
-    method: Optional[str] = None
-    args: Optional[Tuple[str, ...]] = None
-    overrides: Dict[str, Any] = field(default_factory=dict, hash=False)
-    yaml: Optional[str] = None
-    module: Optional[str] = None
-    input: str = "wavs"
-    features: Optional[int] = None
-
-    @property
-    def is_module(self) -> bool:
-        return self.kind == "module"
-
-    @property
-    def model(self) -> str:
-        """What the record's ``Cell.model`` names: the source, or the YAML file and its key."""
-        if self.is_module:
-            return f"{self.yaml}:{self.module}"
-        return str(self.source)
+    source: ModelSource
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d["args"] = list(self.args) if self.args is not None else None
-        return d
+        return {"name": self.name, "source": self.source.to_dict()}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "VariantSpec":
-        d = dict(d)
-        if d.get("args") is not None:
-            d["args"] = tuple(d["args"])
-        return cls(**d)
+    def from_dict(cls, d: Mapping[str, Any]) -> "Variant":
+        return cls(d["name"], ModelSource.from_dict(d["source"]))
 
 
 @dataclass(frozen=True)
@@ -93,7 +55,7 @@ class EnergyConfig:
 
 @dataclass(frozen=True)
 class CompareConfig:
-    """A validated comparison: variants, the varied dimension and how each point is measured.
+    """A validated comparison: the shared preamble, the variants, the varied dimension and the energy counters.
 
     ``values`` are the varied dimension's points; ``batch_size`` and
     ``audio_s`` are the fixed coordinates (``audio_s`` is used when the batch
@@ -101,24 +63,17 @@ class CompareConfig:
     folder; ``output_folder`` against the working directory.
     """
 
-    variants: Tuple[VariantSpec, ...]
+    preamble: Preamble
+    variants: Tuple[Variant, ...]
     vary: str
     values: Tuple[float, ...]
     batch_size: int = 1
     audio_s: float = 2.0
     frame_shift_s: float = 0.01
-    samples: int = DEFAULT_SAMPLES
-    warmup: int = 2
-    runs: int = 1
-    device: str = "cpu"
-    threads: int = 1
     example_audio: Optional[str] = None
-    seed: int = 1234
     energy: EnergyConfig = field(default_factory=EnergyConfig)
-    output_folder: str = DEFAULT_OUTPUT_FOLDER
-    progress_bar: bool = True
 
-    def variant(self, name: str) -> VariantSpec:
+    def variant(self, name: str) -> Variant:
         for v in self.variants:
             if v.name == name:
                 return v
@@ -126,6 +81,7 @@ class CompareConfig:
 
     def to_dict(self) -> dict:
         d = asdict(self)
+        d["preamble"] = self.preamble.to_dict()
         d["variants"] = [v.to_dict() for v in self.variants]
         return d
 
@@ -133,7 +89,8 @@ class CompareConfig:
     def from_dict(cls, d: Mapping[str, Any]) -> "CompareConfig":
         """Rebuild a config that :meth:`to_dict` wrote (already validated)."""
         d = dict(d)
-        d["variants"] = tuple(VariantSpec.from_dict(v) for v in d["variants"])
+        d["preamble"] = Preamble.from_dict(d["preamble"])
+        d["variants"] = tuple(Variant.from_dict(v) for v in d["variants"])
         d["values"] = tuple(d["values"])
         d["energy"] = EnergyConfig(**d["energy"])
         return cls(**d)

@@ -4,11 +4,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Dict, List, Optional
 
+from sbprof.errors import ConfigError
 from sbprof.record.cell import Cell
+from sbprof.record.check import STATUSES, check_record
 from sbprof.stats import Stats, summarise
 
 SCHEMA_VERSION = 2
-STATUSES = ("ok", "skipped", "oom", "error")
+SAMPLES = ("wall_s", "cpu_s", "cuda_s")
 
 
 def _known(cls: type, d: dict) -> dict:
@@ -209,12 +211,12 @@ class Measurement:
     settings: Dict[str, Any] = field(default_factory=dict)
     env: Optional[Env] = None
     extra: Dict[str, Any] = field(default_factory=dict)
-    # Fields written by a newer sbprof, kept so that saving again does not drop them.
+    # Fields this sbprof does not know (added by hand or by a tool), kept so that saving again does not drop them.
     unknown: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
-            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+            raise ConfigError(f"status must be one of {STATUSES}, got {self.status!r}")
 
     @property
     def ok(self) -> bool:
@@ -222,9 +224,11 @@ class Measurement:
 
     def summary(self, metric: str = "wall_s") -> Stats:
         """Statistics of one raw-sample list (``wall_s``, ``cpu_s`` or ``cuda_s``)."""
+        if metric not in SAMPLES:
+            raise ConfigError(f"no sample list {metric!r} in a measurement; there are {', '.join(SAMPLES)}")
         samples = getattr(self, metric)
         if not samples:
-            raise ValueError(f"measurement {self.label!r} has no {metric} samples (status {self.status})")
+            raise ConfigError(f"measurement {self.label!r} has no {metric} samples (status {self.status})")
         return summarise(samples)
 
     def to_dict(self) -> dict:
@@ -236,9 +240,11 @@ class Measurement:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Measurement":
+        """A record from its dict (migrated from older versions); :class:`ConfigError` names a wrong field."""
         from sbprof.record.migrate import migrate_measurement
 
         d = migrate_measurement(d)
+        check_record(d)
         known = _known(cls, d)
         known.pop("unknown", None)
         for name, part in _PARTS.items():

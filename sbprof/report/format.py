@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import math
-from typing import Dict, Optional
+from typing import Dict, List, Optional
+
+from tabulate import tabulate
 
 from sbprof.record import Measurement
 from sbprof.stats import GB
@@ -76,3 +78,10 @@ def plural(n: int, word: str, many: str = "") -> str:
     ('1 thread', '2 warm-up batches')
     """
     return f"{n} {word if n == 1 else many or word + 's'}"
+
+
+def table(rows: List[List[str]], headers: List[str]) -> str:
+    """A github-format table of already formatted cells."""
+    # disable_numparse: cells are already formatted; tabulate must not re-round them.
+    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True,
+                    colalign=["left"] * len(headers))

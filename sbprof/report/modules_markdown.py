@@ -1,4 +1,4 @@
-"""Markdown tables of a per-module breakdown (what :meth:`ModuleBreakdown.to_dict` holds); never measures.
+"""Markdown tables of a per-module breakdown (what :meth:`ModuleBreakdown.to_dict` holds); formats only.
 
 Rows nest by module name: an inner module is indented (``· `` per level) and
 shows its name relative to the row it sits in. One table for the host clock,
@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional
 from tabulate import tabulate
 
 from sbprof.report.format import bytes_in, sig3
-from sbprof.stats import summarise
+from sbprof.stats import Stats
 
 TIME_HEADERS = ["module", "type", "calls", "forward ms", "fwd self ms", "backward ms", "bwd self ms", "total ms",
                 "share"]
@@ -73,20 +73,20 @@ def _memory_table(data: Dict[str, Any]) -> Optional[str]:
     return tabulate(table, headers=MEMORY_HEADERS, tablefmt="github", disable_numparse=True)
 
 
-def render_breakdown(data: Dict[str, Any]) -> str:
-    """Markdown of one breakdown (its ``to_dict()`` form).
+def render_breakdown(data: Dict[str, Any], stats: Stats) -> str:
+    """Markdown of one breakdown (its ``to_dict()`` form), with the statistics of its step times (ms).
 
     Example
     -------
     >>> data = {"step": "train", "mode": "light", "steps": 2, "step_ms_samples": [10.0, 12.0],
     ...         "rows": [{"label": "enc", "type": "Enc", "depth": 0, "calls": 1.0, "total_ms": 8.0, "share": 0.727,
     ...                   "forward_ms": 3.0, "forward_self_ms": 3.0, "backward_ms": 5.0, "backward_self_ms": 5.0}]}
-    >>> text = render_breakdown(data)
+    >>> from sbprof.stats import summarise
+    >>> text = render_breakdown(data, summarise(data["step_ms_samples"]))
     >>> "| enc      | Enc    | 1       | 3.00         | 3.00          | 5.00          | 5.00          | 8.00       | 72.7%   |" in text
     True
     """
     steps = data["steps"]
-    stats = summarise(data["step_ms_samples"])
     lines = [f"Per-module time of step `{data['step']}` ({data['mode']} mode), mean over {steps} "
              f"step{'s' if steps != 1 else ''}: step {sig3(sum(data['step_ms_samples']) / steps)} ms "
              f"(median {sig3(stats.median)} [{sig3(stats.q1)}, {sig3(stats.q3)}]). Milliseconds per step; "

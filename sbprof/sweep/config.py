@@ -10,31 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Optional, Union
 
-from sbprof.errors import ConfigError
+from sbprof.jobs.preamble import load_tree
 from sbprof.sweep.schema import SCHEMA, SweepConfig
 from sbprof.sweep.validate import validate
-from sbprof.yamlconfig import check_keys, load_yaml
 
 
-def load_config(
-    path: Union[str, Path],
-    overrides: Optional[Mapping[str, Any]] = None,
-    run_options: Optional[Mapping[str, Any]] = None,
-) -> SweepConfig:
-    """Load a sweep file, apply overrides and validate it.
-
-    Arguments
-    ---------
-    path : str or Path
-        The YAML file.
-    overrides : mapping, optional
-        Merged over the file (nested keys merged).
-    run_options : mapping, optional
-        ``device``, ``noprogressbar``, ``retry_failed`` from the command line.
-
-    Returns
-    -------
-    SweepConfig
+def load_config(path: Union[str, Path], overrides: Optional[Mapping[str, Any]] = None,
+                run_options: Optional[Mapping[str, Any]] = None) -> SweepConfig:
+    """A sweep's YAML file with the command line's overrides and run options, checked
+    (:func:`sbprof.jobs.preamble.load_tree`, then :func:`sbprof.sweep.validate.validate`).
 
     Example
     -------
@@ -47,10 +31,4 @@ def load_config(
     ...
     sbprof.errors.ConfigError: ...unknown key 'profiling_dimensions.bach_sizes' (did you mean 'profiling_dimensions.batch_sizes'?)...
     """
-    if overrides:
-        check_keys(overrides, SCHEMA, "command line")
-    text = Path(path).read_text() if Path(path).is_file() else None
-    if text is not None and all(not line.strip() or line.lstrip().startswith("#") for line in text.splitlines()):
-        raise ConfigError(f"{path}: the file is empty (no keys, at most comments)")
-    tree = load_yaml(path, overrides)
-    return validate(tree, str(path), Path(path).resolve().parent, run_options)
+    return validate(load_tree(path, overrides, SCHEMA), str(path), Path(path).resolve().parent, run_options)

@@ -15,23 +15,21 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
-from sbprof.checks import check_flag, check_int, is_positive_number, nearest, parse_device
+from sbprof.checks import check_choices, check_flag, check_int, is_positive_number
 from sbprof.errors import ConfigError
+from sbprof.jobs.preamble import SCHEMA as PREAMBLE, Defaults, Preamble, check_preamble, load_tree
 from sbprof.transducer.shapes import SOURCES
 
 SHAPE_KEYS = ("source", "path", "sentencepiece_model", "frame_shift_s", "subsampling", "num_utterances", "scale")
 SEARCH_KEYS = ("backends", "mode", "budget_bytes", "start", "limit", "step", "probe_batches")
 SCHEMA: Dict[str, Any] = {
-    "backends": None, "interpreters": None, "backend_options": None,
+    **PREAMBLE, "backends": None, "interpreters": None, "backend_options": None,
     "shapes": {k: None for k in SHAPE_KEYS}, "batching": {"batch_size": None, "max_frames": None},
-    "vocab_size": None, "joiner_dim": None, "blank": None,
-    "schedule": {"wait": None, "warmup": None, "active": None},
-    "device": None, "threads": None, "seed": None, "export_trace": None,
-    "search": {k: None for k in SEARCH_KEYS}, "output_folder": None,
+    "vocab_size": None, "joiner_dim": None, "blank": None, "export_trace": None,
+    "search": {k: None for k in SEARCH_KEYS},
 }
-FLAGS = ("retry_failed",)
-"""Run options of the command line (not YAML keys)."""
-DEFAULT_OUTPUT_FOLDER = "results/transducer"
+DEFAULTS = Defaults(warmup=20, measured=20, output_folder="results/transducer")
+"""The study's torch.profiler schedule: wait 10 + warm-up 10 unmeasured steps, then 20 active (measured) ones."""
 
 
 @dataclass(frozen=True)
@@ -66,12 +64,9 @@ class SearchConfig:
 
 @dataclass(frozen=True)
 class TransducerConfig:
-    """A validated benchmark configuration (see ``recipes/transducer.yaml`` for every key).
+    """A validated benchmark configuration (see ``recipes/transducer.yaml`` for every key)."""
 
-    ``retry_failed`` (a command-line flag): measure again the backends whose
-    stored records ended in error, out of memory or "not installed".
-    """
-
+    preamble: Preamble
     backends: Tuple[str, ...]
     shapes: ShapeConfig
     batch_size: Optional[int] = 8
@@ -81,24 +76,13 @@ class TransducerConfig:
     vocab_size: int = 500
     joiner_dim: int = 512
     blank: int = 0
-    schedule: Dict[str, int] = field(default_factory=lambda: {"wait": 10, "warmup": 10, "active": 20})
-    device: str = "cpu"
-    threads: int = 1
-    seed: int = 1234
     export_trace: bool = False
     search: Optional[SearchConfig] = None
-    output_folder: str = DEFAULT_OUTPUT_FOLDER
-    retry_failed: bool = False
 
     @property
-    def schedule_steps(self) -> int:
-        """Steps per batching mode: wait + warm-up + active."""
-        return sum(self.schedule.values())
-
-    @property
-    def unmeasured_steps(self) -> int:
-        """Steps run before the measured ones: wait + warm-up."""
-        return self.schedule["wait"] + self.schedule["warmup"]
+    def steps(self) -> int:
+        """Steps per batching mode: the unmeasured ones, then the measured ones."""
+        return self.preamble.warmup + self.preamble.measured
 
 
 def _count(tree: Mapping[str, Any], key: str, default: Any, file: str, minimum: int = 1, name: str = "") -> Any:
@@ -121,16 +105,7 @@ def _path(value: Any, base: Path, file: str, key: str) -> Optional[str]:
 def _backend_names(value: Any, file: str, key: str) -> Tuple[str, ...]:
     from sbprof.transducer.backends import all_backends
 
-    known = all_backends()
-    if not isinstance(value, (list, tuple)) or not value:
-        raise ConfigError(f"{file}: {key} must be a non-empty list of backends ({', '.join(known)}), got {value!r}")
-    for name in value:
-        if name not in known:
-            raise ConfigError(f"{file}: {key}: unknown backend {name!r}{nearest(str(name), list(known))}; "
-                              f"known: {', '.join(known)}")
-    if len(set(value)) != len(value):
-        raise ConfigError(f"{file}: {key} lists a backend twice: {list(value)!r}")
-    return tuple(value)
+    return check_choices(value, key, list(all_backends()), file, "backend")
 
 
 def _shapes(tree: Mapping[str, Any], file: str, base: Path, seed: int) -> ShapeConfig:
@@ -169,21 +144,6 @@ def _search(tree: Optional[Mapping[str, Any]], file: str, backends: Sequence[str
                         probe_batches=_count(tree, "probe_batches", 3, file, name="search.probe_batches"))
 
 
-def _device(value: Any, file: str) -> str:
-    """``cpu`` or ``cuda:N`` (``cuda`` means ``cuda:0``), checked against this machine."""
-    kind, index = parse_device(value, file)
-    if kind == "cpu":
-        return "cpu"
-    import torch
-
-    if not torch.cuda.is_available():
-        raise ConfigError(f"{file}: device {value!r} asked for, but CUDA is not available here")
-    index = index or 0
-    if index >= torch.cuda.device_count():
-        raise ConfigError(f"{file}: device {value!r}: only {torch.cuda.device_count()} CUDA device(s) here")
-    return f"cuda:{index}"
-
-
 def _options(value: Any, file: str) -> Dict[str, Dict[str, Any]]:
     """``backend_options``: backend name -> options its adapter accepts (checked by the adapter)."""
     options = value or {}
@@ -205,11 +165,8 @@ def validate(tree: Any, file: str, base: Path, run_options: Optional[Mapping[str
     """The :class:`TransducerConfig` of a loaded YAML ``tree`` (overrides merged) from ``file``.
 
     Relative paths (shape files, interpreters) resolve against ``base``;
-    ``run_options`` holds ``retry_failed`` from the command line.
+    ``run_options`` are the command line's (``device``, ``retry_failed``...).
     """
-    from sbprof.yamlconfig import check_keys
-
-    check_keys(tree, SCHEMA, file)
     backends = _backend_names(tree.get("backends"), file, "backends")
     interpreters = tree.get("interpreters") or {}
     if not isinstance(interpreters, Mapping):
@@ -221,65 +178,23 @@ def validate(tree: Any, file: str, base: Path, run_options: Optional[Mapping[str
     max_frames = _count(batching, "max_frames", None, file, name="batching.max_frames")
     if batch_size is None and max_frames is None:
         raise ConfigError(f"{file}: batching needs batch_size, max_frames or both")
-    schedule_tree = tree.get("schedule") or {}
-    schedule = {"wait": _count(schedule_tree, "wait", 10, file, 0, "schedule.wait"),
-                "warmup": _count(schedule_tree, "warmup", 10, file, 0, "schedule.warmup"),
-                "active": _count(schedule_tree, "active", 20, file, 1, "schedule.active")}
     vocab = _count(tree, "vocab_size", 500, file, 2)
     blank = _count(tree, "blank", 0, file, 0)
     if blank >= vocab:
         raise ConfigError(f"{file}: blank {blank} must be below vocab_size {vocab}")
-    seed = _count(tree, "seed", 1234, file, 0)
-    output = tree.get("output_folder") or DEFAULT_OUTPUT_FOLDER
-    if not isinstance(output, str):
-        raise ConfigError(f"{file}: output_folder must be a path, got {output!r}")
+    preamble = check_preamble(tree, file, run_options, DEFAULTS)
     return TransducerConfig(
-        backends=backends, shapes=_shapes(tree.get("shapes") or {}, file, base, seed),
+        preamble=preamble, backends=backends, shapes=_shapes(tree.get("shapes") or {}, file, base, preamble.seed),
         batch_size=batch_size, max_frames=max_frames,
         interpreters={k: _path(v, base, file, f"interpreters.{k}") for k, v in interpreters.items() if v},
         backend_options=_options(tree.get("backend_options"), file), vocab_size=vocab,
-        joiner_dim=_count(tree, "joiner_dim", 512, file), blank=blank, schedule=schedule,
-        device=_device(tree.get("device", "cpu"), file), threads=_count(tree, "threads", 1, file), seed=seed,
+        joiner_dim=_count(tree, "joiner_dim", 512, file), blank=blank,
         export_trace=check_flag(tree.get("export_trace", False), "export_trace", file),
         search=_search(tree.get("search"), file, backends),
-        output_folder=str(Path(os.path.expanduser(output)).resolve()),
-        retry_failed=bool((run_options or {}).get("retry_failed", False)),
     )
 
 
 def load_config(path: Union[str, Path], overrides: Optional[Mapping[str, Any]] = None,
                 run_options: Optional[Mapping[str, Any]] = None) -> TransducerConfig:
-    """Load a HyperPyYAML benchmark file, merge ``overrides`` (nested keys merged) and validate.
-
-    Arguments
-    ---------
-    path : str or Path
-        The YAML file.
-    overrides : mapping, optional
-        Top-level keys to override, e.g. from
-        :func:`sbprof.cli.overrides.parse_command_line`.
-    run_options : mapping, optional
-        ``retry_failed`` from the command line.
-
-    Returns
-    -------
-    TransducerConfig
-
-    Example
-    -------
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "t.yaml").write_text("backends: [reference]\\nbatching: {batch_size: 0}\\n")
-    >>> load_config(d / "t.yaml")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    sbprof.errors.ConfigError: ...batching.batch_size must be an integer >= 1, got 0
-    """
-    from sbprof.yamlconfig import check_keys, load_yaml
-
-    if overrides:
-        check_keys(overrides, SCHEMA, "command line")
-    tree = load_yaml(path, overrides)
-    if tree is None:
-        raise ConfigError(f"{path}: the file is empty")
-    return validate(tree, str(path), Path(path).resolve().parent, run_options)
+    """The benchmark's YAML file with the command line's overrides and run options, checked."""
+    return validate(load_tree(path, overrides, SCHEMA), str(path), Path(path).resolve().parent, run_options)

@@ -1,27 +1,27 @@
-"""The worker process that checks and measures one backend (see :mod:`sbprof.workers`).
+"""The worker process that checks and measures one backend (see :mod:`sbprof.workers.cells`).
 
-Started by :class:`sbprof.workers.supervisor.Supervisor` as ``python -m
-sbprof.transducer.worker RESULT_FD``, where ``python`` may be another
-interpreter (e.g. Python 3.9 + torch 1.13 + k2), so this module needs only
-the standard library, torch, the backend's library and light sbprof modules
-(:mod:`sbprof.workers.protocol`, :mod:`sbprof.memory`, :mod:`sbprof.errors`,
-:mod:`sbprof.env`). Its job (JSON on standard input) names the backend, the
-device, the threads and the items (``cells``); its events:
+Started by the runner as ``python -m sbprof.transducer.worker RESULT_FD``,
+where ``python`` may be another interpreter (e.g. Python 3.9 + torch 1.13 +
+k2), so this module needs only the standard library, torch, the backend's
+library and light sbprof modules (the record, memory, env, the worker
+loop). Setting up, it checks the backend's agreement with the plain-PyTorch
+reference on small random batches (where the device allows the check);
+then each item becomes one :class:`~sbprof.record.Measurement`, the
+agreement in its ``extra``:
 
-- ``loaded`` with ``available``, ``reason``, ``env``, ``python``, ``torch``;
-- per item ``start``, then ``result`` with a plain record: ``status``
-  (``ok``, ``skipped`` when the backend is not installed here, ``oom``,
-  ``error``), ``message``, and what the item produced.
+- ``measure``: the steps of one batching mode, ``warmup`` unmeasured, then
+  ``measured`` ones timed; a step is fresh random inputs of its shapes
+  (untimed), then the joiner, the loss and its backward pass, timed between
+  device synchronisations; peak memory covers the measured steps (on CUDA the
+  caching allocator's peak; on CPU the resident high-water mark of
+  :class:`~sbprof.memory.CpuPeak`, which hands freed heap back to the system
+  first, so the figure is what the steps add, not what earlier steps left);
+- ``search``: the largest batch under a memory budget.
 
-Items: ``check`` (agreement with the reference), ``measure`` (the
-schedule's steps: ``wait + warmup`` unmeasured, then ``active`` measured) and
-``search`` (largest batch under a memory budget). A step is: fresh random
-inputs of the step's shapes (untimed), then the joiner, the loss and its
-backward pass, timed between device synchronisations. Peak memory covers
-the measured steps: on CUDA the caching allocator's peak; on CPU the
-resident high-water mark of :class:`~sbprof.memory.CpuPeak`, which hands
-freed heap back to the system first, so the figure is what the steps add,
-not what earlier steps left cached.
+A backend whose library does not import here makes ``skipped`` records
+marked "not installed" (measured again with ``--retry_failed``); one that
+cannot run on the device, ``skipped`` records saying why (with the check's
+verdict).
 """
 from __future__ import annotations
 
@@ -34,15 +34,17 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import torch
 
 from sbprof.env import collect_env
-from sbprof.errors import failure_status
+from sbprof.errors import ConfigError, failure_status
 from sbprof.memory import CpuPeak, CudaPeak, release_heap
+from sbprof.record import Cell, Measurement, MemoryPeak
 from sbprof.transducer.backends import get_backend
 from sbprof.transducer.backends.base import Backend
 from sbprof.transducer.batching import bucket_batches, fixed_batches
 from sbprof.transducer.check import check_backend
 from sbprof.transducer.inputs import JointModel, make_batch
 from sbprof.transducer.search import search_largest
-from sbprof.workers.protocol import Channel, one_line, serve
+from sbprof.workers.cells import CellWorker, serve_cells
+from sbprof.workers.protocol import one_line
 
 Shape = Tuple[int, int]
 
@@ -165,59 +167,68 @@ def run_search(stepper: Stepper, cell: Dict[str, Any]) -> Dict[str, Any]:
             "probes": [list(p) for p in result.probes], "budget_bytes": cell["budget_bytes"]}
 
 
-class Worker:
-    """Runs one job (see the module docstring) and reports through ``channel``."""
+class TransducerWorker(CellWorker):
+    """Checks one backend on one device, then measures its items (see the module docstring)."""
 
-    def __init__(self, job: Dict[str, Any], channel: Channel):
-        self.job = job
-        self.channel = channel
-
-    def run(self) -> int:
-        job, channel = self.job, self.channel
+    def setup(self) -> Dict[str, Any]:
+        job = self.job
         try:
-            backend = get_backend(job["backend"]).configured(job.get("options") or {})
+            self.backend: Backend = get_backend(job["backend"]).configured(job.get("options") or {})
         except (KeyError, ValueError) as exc:
-            channel.fatal(one_line(exc), kind="config")
-            return 2
-        available, reason = backend.available()
-        base = {"torch": torch.__version__, "python": sys.version.split()[0], "executable": sys.executable,
-                "threads": torch.get_num_threads()}
-        channel.loaded(available=available, reason=reason, env=collect_env().to_dict(), pid=os.getpid(), **base)
+            raise ConfigError(one_line(exc)) from None
+        self.device = job["device"]
+        available, self.unavailable = self.backend.available()
+        self.env = collect_env()
+        self.runtime = {"python": sys.version.split()[0], "torch": torch.__version__}
+        self.extra = {"executable": sys.executable, "worker_threads": torch.get_num_threads(),
+                      "install_hint": self.backend.install_hint}
+        self.agreement: Optional[Dict[str, Any]] = None
         if not available:
-            # Every item gets its answer, so the supervisor sees progress and the runner a row per item.
-            for index in job["indices"]:
-                channel.start(index)
-                channel.result(index, dict(base, kind=job["cells"][index]["kind"], status="skipped",
-                                           not_installed=True, message=reason))
-            return 0
-        device = job["device"]
-        stepper = Stepper(backend, device, job["vocab_size"], job["joiner_dim"], job["blank"], job["seed"])
-        for index in job["indices"]:
-            cell = job["cells"][index]
-            channel.start(index)
-            record = dict(base, kind=cell["kind"], status="ok", message="")
+            return {"available": False, "reason": self.unavailable, **self.runtime, "extra": self.extra}
+        self.unsupported = self.backend.unsupported_reason(self.device)
+        if self.device.split(":")[0] in self.backend.check_devices:
             try:
-                if cell["kind"] == "check":
-                    record["agreement"] = check_backend(backend, job["vocab_size"], job["blank"], job["seed"], device)
-                elif cell["kind"] == "measure":
-                    steps = [[tuple(s) for s in batch] for batch in cell["steps"]]
-                    record.update(stepper.measure(steps, cell["unmeasured"], cell.get("trace_path")))
-                else:
-                    record["search"] = run_search(stepper, cell)
-            except Exception as exc:  # the item's record says why; the job goes on
-                record.update(status=failure_status(exc), message=one_line(exc))
-            record["loadavg_1m"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-            channel.result(index, record)
-            stepper.release()
-        return 0
+                self.agreement = check_backend(self.backend, job["vocab_size"], job["blank"], job["seed"],
+                                               self.device)
+            except Exception as exc:  # a backend that fails the check is shown so, not ranked
+                self.agreement = {"ok": False, "message": one_line(exc)}
+        self.stepper = Stepper(self.backend, self.device, job["vocab_size"], job["joiner_dim"], job["blank"],
+                               job["seed"])
+        return {"available": True, **self.runtime, "extra": {**self.extra, "agreement": self.agreement}}
 
+    def record(self, item: Dict[str, Any], status: str = "ok", message: str = "", **extra: Any) -> Measurement:
+        return Measurement(label=self.backend.name, cell=Cell.from_dict(item["cell"]), status=status, message=message,
+                           warmup=item.get("unmeasured", 0), settings={**item["settings"], **self.runtime},
+                           env=self.env, extra={**self.extra, "agreement": self.agreement, **extra})
 
-def _run(job: Dict[str, Any], channel: Channel) -> int:
-    # Before any parallel work: the inter-op pool can be sized only once.
-    torch.set_num_threads(job["threads"])
-    torch.set_num_interop_threads(job["threads"])
-    return Worker(job, channel).run()
+    def measure(self, item: Dict[str, Any]) -> Dict[str, Any]:
+        if self.unavailable:
+            # "not installed" here: kept, and measured again with --retry_failed once it is
+            return self.record(item, "skipped", f"not installed: {self.unavailable}", not_installed=True,
+                               retryable=True).to_dict()
+        if self.unsupported:
+            return self.record(item, "skipped", self.unsupported).to_dict()
+        load = {"loadavg_1m": os.getloadavg()[0] if hasattr(os, "getloadavg") else None}
+        if item["kind"] == "search":
+            return self.record(item, search=run_search(self.stepper, item), **load).to_dict()
+        steps = [[tuple(s) for s in batch] for batch in item["steps"]]
+        found = self.stepper.measure(steps, item["unmeasured"], item.get("trace_path"))
+        extra: Dict[str, Any] = {"padding": item["padding"], "step_shapes": item["step_shapes"], **load}
+        if found.get("trace"):
+            # Relative to the output folder, so the folder can be moved whole.
+            extra["trace"] = os.path.relpath(found["trace"], self.job["output_folder"])
+        m = self.record(item, **extra)
+        m.wall_s, m.cpu_s = found["wall_s"], found["cpu_s"]
+        m.memory = MemoryPeak.from_dict(found["memory"])
+        return m.to_dict()
+
+    def failed(self, item: Dict[str, Any], exc: BaseException) -> Dict[str, Any]:
+        return self.record(item, failure_status(exc), one_line(exc)).to_dict()
+
+    def release(self) -> None:
+        if not self.unavailable:
+            self.stepper.release()
 
 
 if __name__ == "__main__":
-    sys.exit(serve(_run))
+    sys.exit(serve_cells(TransducerWorker))

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 from sbprof.errors import ConfigError, MeasurementError
 
@@ -94,17 +95,25 @@ class Supervisor:
     on_result : callable
         ``on_result(index, payload)`` for each finished item, in order.
     on_crash : callable
-        ``on_crash(index, message)`` for an item whose worker died in it.
+        ``on_crash(index, message)`` for an item whose worker died in it, or hung in it.
     on_loaded : callable, optional
         Called with the worker's ``loaded`` event, each time a worker is ready.
+    timeout_s : float, optional
+        A worker silent for longer (no event while loading or inside one item) is
+        stopped: the item it was in is reported as hung, and a fresh worker goes on.
+    on_note : callable, optional
+        Told, in one line, when a worker died between items and a fresh one took over.
     """
 
     def __init__(self, job: WorkerJob, on_result: OnResult, on_crash: OnCrash,
-                 on_loaded: Optional[Callable[[Dict[str, Any]], None]] = None):
+                 on_loaded: Optional[Callable[[Dict[str, Any]], None]] = None, timeout_s: Optional[float] = None,
+                 on_note: Optional[Callable[[str], None]] = None):
         self.job = job
         self.on_result = on_result
         self.on_crash = on_crash
         self.on_loaded = on_loaded
+        self.timeout_s = timeout_s
+        self.on_note = on_note
 
     def run(self) -> None:
         remaining = list(range(self.job.n_items))
@@ -117,39 +126,56 @@ class Supervisor:
         read_fd, write_fd = os.pipe()
         proc: Optional[subprocess.Popen] = None
         try:
-            with os.fdopen(read_fd, "r") as pipe:
-                try:
-                    proc = self._spawn(write_fd, len(indices))
-                finally:
-                    os.close(write_fd)  # the worker holds its own copy: EOF comes when it exits
-                try:
-                    proc.stdin.write(json.dumps(job))
-                    proc.stdin.close()
-                except BrokenPipeError:
-                    pass  # it died at once; its exit status tells
-                started, finished, fatal = self._read_events(pipe)
-                returncode = proc.wait()
+            try:
+                proc = self._spawn(write_fd, len(indices))
+            finally:
+                os.close(write_fd)  # the worker holds its own copy: EOF comes when it exits
+            try:
+                proc.stdin.write(json.dumps(job))
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass  # it died at once; its exit status tells
+            started, finished, fatal, hung = self._read_events(read_fd)
+            if hung:
+                proc.kill()
+            returncode = proc.wait()
         except BaseException:
             # Interrupted (Ctrl-C) or failing here: never leave the worker running.
             if proc is not None and proc.poll() is None:
                 proc.kill()
                 proc.wait()
             raise
+        finally:
+            os.close(read_fd)
         if fatal is not None:
             kind, message = fatal
             if kind == "config":
                 raise ConfigError(message)
             raise MeasurementError(f"{self.job.name}: {message} (worker log: {self.job.log_path})")
-        if started is not None and started not in finished:
-            detail = last_line(self.job.log_path)
-            message = f"worker process died ({exit_text(returncode)}) in this item"
-            self.on_crash(started, f"{message}; last log line: {detail}" if detail else message)
+        between_items = started is None or started in finished
+        if not between_items:
+            if hung:
+                message = (f"no result within {self.timeout_s:g} s: the worker was stopped (hung in this item, "
+                           f"or far slower than the timeout allows)")
+            else:
+                detail = last_line(self.job.log_path)
+                message = f"worker process died ({exit_text(returncode)}) in this item"
+                message = f"{message}; last log line: {detail}" if detail else message
+            self.on_crash(started, message)
             finished.add(started)
+        elif hung and started is None:
+            raise MeasurementError(f"{self.job.name}: no sign of life within {self.timeout_s:g} s while setting up; "
+                                   f"the worker was stopped (worker log: {self.job.log_path})")
         elif not finished:
             # No progress at all: respawning would loop forever.
             raise MeasurementError(f"{self.job.name}: the worker stopped ({exit_text(returncode)}) before "
                                    f"finishing any item; see {self.job.log_path}")
-        return [i for i in indices if i not in finished]
+        left = [i for i in indices if i not in finished]
+        if left and self.on_note is not None and between_items:
+            why = f"was silent for {self.timeout_s:g} s" if hung else f"died ({exit_text(returncode)})"
+            self.on_note(f"{self.job.name}: the worker process {why} between items; a fresh worker took the "
+                         f"{len(left)} remaining item(s)")
+        return left
 
     def _spawn(self, write_fd: int, n: int) -> subprocess.Popen:
         self.job.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -165,17 +191,17 @@ class Supervisor:
             except OSError as exc:
                 raise ConfigError(f"{self.job.name}: cannot start {self.job.python!r}: {exc.strerror}") from None
 
-    def _read_events(self, pipe: IO[str]) -> Tuple[Optional[int], Set[int], Optional[Tuple[str, str]]]:
-        """Follow the worker's JSON lines: (last started item, finished items, fatal (kind, message))."""
+    def _read_events(self, fd: int) -> Tuple[Optional[int], Set[int], Optional[Tuple[str, str]], bool]:
+        """Follow the worker's JSON lines: (last started item, finished items, fatal (kind, message), hung)."""
         started: Optional[int] = None
         finished: Set[int] = set()
-        for line in pipe:
-            if not line.endswith("\n"):
-                break  # the worker died while writing this line: treat as a crash
+        for line in self._lines(fd):
+            if line is None:
+                return started, finished, None, True
             event = json.loads(line)
             kind = event["event"]
             if kind == "fatal":
-                return started, finished, (event.get("kind", "load"), event["message"])
+                return started, finished, (event.get("kind", "load"), event["message"]), False
             if kind == "loaded" and self.on_loaded is not None:
                 self.on_loaded(event)
             elif kind == "start":
@@ -183,4 +209,23 @@ class Supervisor:
             elif kind == "result":
                 self.on_result(event["index"], event["payload"])
                 finished.add(event["index"])
-        return started, finished, None
+        return started, finished, None, False
+
+    def _lines(self, fd: int) -> Iterator[Optional[str]]:
+        """Complete lines from the pipe as they come; ``None`` once the worker was silent past the timeout.
+
+        A last line without its newline means the worker died while writing it: it is dropped (a crash).
+        """
+        buffer = b""
+        while True:
+            ready, _, _ = select.select([fd], [], [], self.timeout_s)
+            if not ready:
+                yield None
+                return
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                yield line.decode()

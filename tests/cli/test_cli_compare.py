@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from sbprof.cli import main as sbprof_main
-from sbprof.cli.compare import main
 from sbprof.record import Cell, Measurement
 from sbprof.results.store import Results, ResultStore
 
@@ -23,11 +22,15 @@ GOOD = """variants:
       overrides: {beam_size: 1}
 vary: audio_s
 values: [1, 2]
-samples: 3
+measured: 3
 """
 
+
+def main(argv, prog):
+    return sbprof_main([prog.split()[-1]] + list(argv))
+
 BAD_INPUTS = [
-    (("samples: 3", "sampels: 3"), "unknown key 'sampels' (did you mean 'samples'?)"),
+    (("measured: 3", "mesured: 3"), "unknown key 'mesured' (did you mean 'measured'?)"),
     (("vary: audio_s", "vary: seconds"), "vary must be one of audio_s, frames, batch_size, got 'seconds'"),
     (("vary: audio_s", "vary: batch_size"), "values must hold only positive integers, got 1.5"),
     (("values: [1, 2]", "values: [0, 2]"), "values must hold only positive numbers, got 0"),
@@ -39,9 +42,10 @@ BAD_INPUTS = [
     (("      source: encoder_asr\n      type: EncoderASR", "      yaml: none.yaml\n      module: m"),
      "variants[0].yaml: no such file"),
     (("overrides: {beam_size: 1}", "overrides: [1]"), "variants[1].overrides must be a mapping"),
-    (("samples: 3", "samples: 3\ndevice: gpu"), "device: 'gpu' is not a device"),
-    (("samples: 3", "samples: 3\nenergy: {cpu: yes_please}"), "energy.cpu must be True or False"),
-    (["--sampels", "3"], "unknown option --sampels (did you mean 'samples'?)"),
+    (("measured: 3", "measured: 3\ndevices: gpu"), "devices: 'gpu' is not a device"),
+    (("measured: 3", "measured: 3\nenergy: {cpu: yes_please}"), "energy.cpu must be True or False"),
+    (("measured: 3", "measured: 3\nenergy: {meter_log: power.csv}"), "energy.meter_log: cannot read power log"),
+    (["--mesured", "3"], "unknown option --mesured (did you mean 'measured'?)"),
 ]
 
 
@@ -67,7 +71,7 @@ def save(folder: Path, levels, cpu="CPU", variant="v") -> Path:
     records = [Measurement(label="p", cell=Cell(model="m", variant=variant, audio_s=1.0, batch_size=1, run=r),
                            wall_s=[0.1 * lv, 0.1 * lv * 1.01], cpu_s=[0.1], audio_seconds=1.0)
                for r, lv in enumerate(levels)]
-    results = Results("compare", rules={"vary": "audio_s", "device": "cpu", "threads": 1},
+    results = Results("compare-models", rules={"vary": "audio_s"},
                       machine={"cpu": cpu, "cpu_count": 2}, records=records)
     ResultStore(folder, results).add_many(records)
     return folder

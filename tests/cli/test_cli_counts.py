@@ -30,20 +30,27 @@ def run(argv, capsys):
     return code, captured.out, captured.err
 
 
+def result_in(folder):
+    """The count's result, as the record in the folder's results.json keeps it."""
+    (record,) = json.loads((folder / "results.json").read_text())["records"]
+    return record["extra"]["result"]
+
+
 def test_params_of_a_yaml_module(model_file, tmp_path, capsys):
-    out = tmp_path / "p.json"
-    code, printed, _ = run(["params", str(model_file), "--output", str(out)], capsys)
+    out = tmp_path / "p"
+    code, printed, _ = run(["params", str(model_file), "--output_folder", str(out)], capsys)
     assert code == 0 and "544 parameters (544 trainable, 0 frozen)" in printed  # 16 x 32 + 32
-    assert json.loads(out.read_text())["result"]["total"] == 16 * 32 + 32
-    code, printed, _ = run(["params", str(model_file), "--key", "other", "--output", str(out)], capsys)
+    assert result_in(out)["total"] == 16 * 32 + 32
+    code, printed, _ = run(["params", str(model_file), "--key", "other", "--output_folder", str(tmp_path / "o")],
+                           capsys)
     assert code == 0 and "6 parameters" in printed
 
 
 def test_flops_forward_and_backward_against_the_formula(model_file, tmp_path, capsys):
-    out = tmp_path / "f.json"
-    code, printed, _ = run(["flops", str(model_file), "--input", "[4, 16]", "--backward", "--output", str(out)],
+    out = tmp_path / "f"
+    code, printed, _ = run(["flops", str(model_file), "--input", "[4, 16]", "--backward", "--output_folder", str(out)],
                            capsys)
-    result = json.loads(out.read_text())["result"]
+    result = result_in(out)
     macs = 4 * 16 * 32
     assert code == 0 and result["macs"] == macs
     assert result["flops"] == 2 * macs + 4 * 32 + 4 * 32  # product, bias, relu
@@ -52,10 +59,10 @@ def test_flops_forward_and_backward_against_the_formula(model_file, tmp_path, ca
 
 
 def test_modules_times_the_selected_modules(model_file, tmp_path, capsys):
-    out = tmp_path / "m.json"
+    out = tmp_path / "m"
     code, printed, _ = run(["modules", str(model_file), "--input", "[4, 16]", "--backward", "--select", "0", "1",
-                            "--steps", "2", "--memory", "--output", str(out)], capsys)
-    result = json.loads(out.read_text())["result"]
+                            "--steps", "2", "--memory", "--output_folder", str(out)], capsys)
+    result = result_in(out)
     assert code == 0 and result["steps"] == 2 and [r["label"] for r in result["rows"]][:2] == ["0", "1"]
     assert result["rows"][0]["memory"]["params_bytes"] == 4 * (16 * 32 + 32)
     assert "Host clock" in printed
@@ -68,26 +75,28 @@ def test_modules_times_the_selected_modules(model_file, tmp_path, capsys):
     (["modules", "{model}", "--input", "[4, 15]"], 2, "does not run on its input (random tensors of shapes [[4, 15]])"),
     (["flops", "{model}", "--input", "four"], 2, "--input 'four' must be a shape"),
     (["modules", "{model}", "--input", "[4, 16]", "--select", "2.*"], 2, "pattern '2.*' matches no module"),
-    (["params", "{model}", "--key", "model.5"], 2, "--key 'model.5': no entry '5'"),
+    (["params", "{model}", "--key", "model.5"], 2, "module 'model.5': no entry '5'"),
     (["params", "{broken}"], 1, "cannot be built: TypeError"),
 ])
 def test_errors_are_one_line(model_file, tmp_path, capsys, argv, code, message):
     broken = tmp_path / "broken.yaml"
     broken.write_text("model: !new:torch.nn.Linear\n    in_features: 2\n    out_feature: 2\n")
     argv = [a.format(model=model_file, broken=broken) for a in argv]
-    got, _, err = run(argv + ["--output", str(tmp_path / "x.json")], capsys)
+    got, _, err = run(argv + ["--output_folder", str(tmp_path / "x")], capsys)
     assert got == code and message in err and err.count("\n") == 1
+    assert code != 2 or not (tmp_path / "x").exists()  # bad input leaves nothing behind
 
 
 @pytest.mark.slow
 def test_a_local_model_through_its_interface(tmp_path, capsys):
-    out = tmp_path / "f.json"
-    code, printed, _ = run(["flops", "encoder_asr", "--audio_s", "1", "--output", str(out)], capsys)
-    result = json.loads(out.read_text())["result"]
+    out = tmp_path / "f"
+    code, printed, _ = run(["flops", "encoder_asr", "--audio_s", "1", "--output_folder", str(out)], capsys)
+    result = result_in(out)
     assert code == 0 and result["audio_s"] == pytest.approx(1.0) and result["flops"] > 0
     assert "per second of audio" in printed and "transcribe_batch" in printed
     from sbprof.models.build import build_local_model
 
     folder = build_local_model("encoder_asr")
-    code, printed, _ = run(["params", str(folder), "--type", "EncoderASR", "--output", str(out)], capsys)
-    assert code == 0 and json.loads(out.read_text())["result"]["total"] == 3_174_480
+    code, printed, _ = run(["params", str(folder), "--type", "EncoderASR", "--output_folder", str(tmp_path / "p")],
+                           capsys)
+    assert code == 0 and result_in(tmp_path / "p")["total"] == 3_174_480

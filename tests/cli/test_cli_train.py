@@ -6,11 +6,14 @@ from pathlib import Path
 import pytest
 
 from sbprof.cli import main as sbprof_main
-from sbprof.cli.train import main
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "train"))
 from train_tiny import tiny_argv  # noqa: E402
+
+
+def main(argv):
+    return sbprof_main(["train"] + list(argv))
 
 
 @pytest.mark.slow
@@ -39,7 +42,8 @@ def test_the_sbprof_command_and_render_only(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--variants", "[ctc, rnnt]"], "variants: unknown variant 'rnnt'"),
-    (["--stpes", "{measured: 2}"], "unknown option --stpes (did you mean 'steps'?)"),
+    (["--mesured", "2"], "unknown option --mesured (did you mean 'measured'?)"),
+    (["--model", "{kernel_size: 30}"], "model.kernel_size must be odd"),
     (["--profiling", "{modules: [decoder.*]}"], "profiling.modules: pattern 'decoder.*' matches no module"),
     (["--data", "{batch_size: 0}"], "data.batch_size must be an integer >= 1, got 0"),
 ])

@@ -9,8 +9,7 @@ from importlib import metadata
 
 import pytest
 
-from compare_fakes import use_compare_environment
-from fake_interfaces import write_model_folder
+from fake_interfaces import use_test_environment, write_model_folder
 from sbprof.compare.budget import check_budget
 from sbprof.errors import ConfigError
 
@@ -32,7 +31,7 @@ def test_slowed_model_fails(sbprof_budget):
 
 @pytest.fixture(autouse=True)
 def environment(monkeypatch, tmp_path_factory):
-    use_compare_environment(monkeypatch, tmp_path_factory.getbasetemp() / "sbprof-models")
+    use_test_environment(monkeypatch, tmp_path_factory.getbasetemp() / "sbprof-models")
 
 
 def plugin_installed() -> bool:

@@ -7,18 +7,22 @@ import time
 
 import pytest
 
-from compare_fakes import BUSY, fake_powercap, use_compare_environment, write_compare_yaml
-from fake_interfaces import write_model_folder
-from sbprof.cli.compare import main
+from compare_fakes import BUSY, fake_powercap, write_compare_yaml
+from fake_interfaces import use_test_environment, write_model_folder
+from sbprof.cli import main as sbprof_main
 from sbprof.results import load_results
 
 UJ_PER_CALL = 50_000
 SAMPLES = 3
 
 
+def main(argv, prog):
+    return sbprof_main([prog.split()[-1]] + list(argv))
+
+
 @pytest.fixture(autouse=True)
 def environment(monkeypatch, tmp_path_factory):
-    use_compare_environment(monkeypatch, tmp_path_factory.getbasetemp() / "sbprof-models")
+    use_test_environment(monkeypatch, tmp_path_factory.getbasetemp() / "sbprof-models")
 
 
 def setup(tmp_path):
@@ -34,7 +38,7 @@ def setup(tmp_path):
         {"name": "bump", "source": str(bump), **BUSY, "type": "compare_fakes.RaplBumpInterface"},
         {"name": "linear", "yaml": "linear.yaml", "module": "model", "input": "features", "features": 40},
     ]
-    return write_compare_yaml(tmp_path / "c.yaml", variants, samples=SAMPLES,
+    return write_compare_yaml(tmp_path / "c.yaml", variants, measured=SAMPLES,
                               energy={"powercap_root": str(tmp_path / "powercap")})
 
 
@@ -45,7 +49,7 @@ def test_comparison_measures_known_costs_energy_and_parameters_then_resumes(tmp_
     out = tmp_path / "out"
     assert {p.name for p in out.iterdir()} >= {"results.json", "report.md", "results.csv", "plots", "logs"}
     results = load_results(out)
-    assert results.job == "compare" and list(results.models) == ["fast", "slow", "bump", "linear"]
+    assert results.job == "compare-models" and list(results.models) == ["fast", "slow", "bump", "linear"]
     records = {(m.cell.variant, m.cell.audio_s): m for m in results.records}
     assert len(records) == 8 and all(m.ok for m in records.values())
     for (variant, audio_s), m in records.items():
@@ -70,8 +74,8 @@ def test_comparison_measures_known_costs_energy_and_parameters_then_resumes(tmp_
     capsys.readouterr()
     assert main([str(path), "--noprogressbar"], prog="sbprof compare-models") == 0
     assert "measured 0 point(s) (0 failed), 8 already done" in capsys.readouterr().out
-    assert main([str(path), "--noprogressbar", "--samples", "4"], prog="sbprof compare-models") == 2
-    assert "samples: 3 there, 4 now" in capsys.readouterr().err
+    assert main([str(path), "--noprogressbar", "--measured", "4"], prog="sbprof compare-models") == 2
+    assert "measured: 3 there, 4 now" in capsys.readouterr().err
 
     # A wall-plug meter's log (50 W throughout) attached afterwards: nothing measured again.
     now = time.time()

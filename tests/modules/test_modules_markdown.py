@@ -1,6 +1,11 @@
 """The breakdown tables: nesting, units, CUDA and memory tables only when measured."""
 from sbprof.modules.result import ModuleBreakdown, ModuleRow
+from sbprof.analysis.train import breakdown_steps
 from sbprof.report.modules_markdown import render_breakdown
+
+
+def render(data):
+    return render_breakdown(data, breakdown_steps(data))
 
 
 def breakdown(cuda=False):
@@ -15,7 +20,7 @@ def breakdown(cuda=False):
 
 
 def test_rows_nest_and_add_up():
-    text = render_breakdown(breakdown().to_dict())
+    text = render(breakdown().to_dict())
     lines = [line for line in text.splitlines() if line.startswith("| ")]
     assert lines[1].startswith("| enc ") and "| · layers.0 " in lines[2]
     assert "| 30.0 " in lines[1] and "60.0%" in lines[1]
@@ -24,12 +29,12 @@ def test_rows_nest_and_add_up():
 
 
 def test_cuda_table_when_measured():
-    assert "GPU clock (CUDA events on the current stream; step 5.00 ms)" in render_breakdown(breakdown(True).to_dict())
+    assert "GPU clock (CUDA events on the current stream; step 5.00 ms)" in render(breakdown(True).to_dict())
 
 
 def test_memory_table_when_measured():
     b = breakdown()
     b.add_memory({"enc": {"params_bytes": 2_000_000, "output_bytes": 1_000_000}}, {"Parameter": 2_000_000,
                                                                                     "Total": 3_000_000})
-    text = render_breakdown(b.to_dict())
+    text = render(b.to_dict())
     assert "| enc      | 2.000       | 1.000       | n/a" in text and "Step peak 3.000 MB: parameter 2.000 MB." in text

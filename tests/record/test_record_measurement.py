@@ -27,9 +27,34 @@ def test_round_trip_through_json_keeps_everything():
     assert back.energy.per_call() == {"gpu:0": 10.0} and back.cell.params == {"mode": "sorted"}
 
 
-def test_fields_of_a_newer_version_are_kept_and_written_back():
+def test_a_record_of_a_newer_version_is_refused_naming_the_versions():
+    d = {**full_record().to_dict(), "schema_version": 3}
+    with pytest.raises(ConfigError, match="written by a newer sbprof .record schema version 3.; this sbprof reads "
+                                          "versions 1 and 2"):
+        Measurement.from_dict(d)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"wall_s": "0.1"}, "field 'wall_s' must be a list of non-negative numbers of seconds, got '0.1'"),
+    ({"cell": None}, "field 'cell' must be a mapping of coordinates, got None"),
+    ({"status": "fine"}, "field 'status' must be one of ok, skipped, oom, error, got 'fine'"),
+    ({"audio_seconds": -2}, "field 'audio_seconds' must be null or a positive number of seconds, got -2"),
+])
+def test_a_malformed_record_is_one_config_error_naming_the_field(change, message):
+    with pytest.raises(ConfigError) as caught:
+        Measurement.from_dict({**full_record().to_dict(), **change})
+    assert str(caught.value) == message
+
+
+def test_garbage_and_an_unknown_sample_list_are_config_errors():
+    with pytest.raises(ConfigError, match="must be a JSON object, got list"):
+        Measurement.from_dict([1, 2])
+    with pytest.raises(ConfigError, match="no sample list 'latency' in a measurement; there are wall_s, cpu_s, cuda_s"):
+        full_record().summary("latency")
+
+
+def test_fields_this_version_does_not_know_are_kept_and_written_back():
     d = full_record().to_dict()
-    d["schema_version"] = 3
     d["thermal"] = {"throttled": False}  # a field this version does not know
     d["cell"]["socket"] = 1
     d["memory"]["peak_swap_bytes"] = 0

@@ -6,17 +6,31 @@ import io
 
 import pytest
 
+from sbprof.analysis.sweep import analyse
+from sbprof.jobs.render import render_only
 from sbprof.predictions import held_out_validation
 from sbprof.record import Cell, Env, Measurement, MemoryPeak
-from sbprof.report import render_results
-from sbprof.report.csv_table import COLUMNS, render_csv
-from sbprof.report.markdown import render_markdown
+from sbprof.report import cells_csv, sweep_markdown
+from sbprof.report.cells_csv import COLUMNS
 from sbprof.results.store import Results, ResultStore
+
+
+def render_markdown(results):
+    return sweep_markdown.render_markdown(analyse(results))
+
+
+def render_csv(results):
+    summary = analyse(results)
+    return cells_csv.render_csv(summary.records, summary.models)
+
+
+def render_results(target):
+    return render_only(target)
 
 ENV = Env(python="3.11.7", cpu="Test CPU", cpu_count=16, torch="2.14.1", torchaudio="2.11.0",
           speechbrain="1.1.2", cuda="13.0", gpu="Test GPU")
 SETTINGS = {"interface": "EncoderASR", "method": "transcribe_batch", "example_audio": None, "seed": 1234}
-RULES = {"input": "random:seed=1234", "warmup_batches": 1, "measured_batches": 4}
+RULES = {"input": "random:seed=1234", "warmup": 1, "measured": 4}
 
 
 def cell(device, threads, audio_s, batch_size, status="ok", wall=(), cpu=(), cuda=None, memory=None, message="",
@@ -30,7 +44,7 @@ def cell(device, threads, audio_s, batch_size, status="ok", wall=(), cpu=(), cud
 
 
 def results(records):
-    return Results("sweep", rules=dict(RULES), records=list(records))
+    return Results("profile", rules=dict(RULES), records=list(records))
 
 
 def measurements():
@@ -51,7 +65,7 @@ def measurements():
              cuda=[0.004, 0.005, 0.006, 0.007], memory=gpu_mem, extra=launch_bound),
         cell("cuda:0", 8, 1, 2, wall=[0.02] * 4, cpu=[0.01] * 4, cuda=[0.015] * 4, memory=gpu_mem, extra=gpu_bound),
         cell("cuda:0", 8, 2, 1, wall=[0.03] * 4, cpu=[0.02] * 4, cuda=[0.025] * 4, memory=gpu_mem,
-             extra={"profile_error": "RuntimeError: CUPTI failed"}),
+             extra={"extra_error": "RuntimeError: CUPTI failed"}),
     ]
 
 
@@ -185,7 +199,7 @@ def test_csv_has_one_row_per_cell_with_all_numbers():
 
 
 def test_render_results_rereads_a_results_file(tmp_path):
-    store = ResultStore(tmp_path, Results("sweep", rules=dict(RULES)))
+    store = ResultStore(tmp_path, Results("profile", rules=dict(RULES)))
     store.add_many(measurements())
     outputs = render_results(tmp_path / "results.json")
     report = outputs["report"].read_text()

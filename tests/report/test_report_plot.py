@@ -6,11 +6,10 @@ import pytest
 from matplotlib.colors import to_rgb
 from matplotlib.image import imread
 
-from sbprof.compare.series import build_series, find_crossovers
+from sbprof.analysis.series import build_series, find_crossovers
 from sbprof.record import Cell, Measurement, MemoryPeak
-from sbprof.report.plot import (Line, axis_scale, latency_figure, render_compare_plots, render_sweep_plots,
-                                sweep_figure)
-from sbprof.results.store import Results
+from sbprof.record import Results
+from sbprof.report.plot import Line, axis_scale, growth_label, latency_figure, render_series_plots
 
 SIZES = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0]
 
@@ -24,7 +23,7 @@ def record(variant, n, run, seconds, added):
 def two_variants(runs=1):
     records = ([record("lin", n, r, 0.05 + 0.01 * n, int(2e6 * n)) for n in SIZES for r in range(runs)]
                + [record("pow", n, r, 0.003 * n ** 1.5, int(1e6 * n)) for n in SIZES for r in range(runs)])
-    return Results("compare", rules={"vary": "audio_s", "device": "cpu", "threads": 1},
+    return Results("compare-models", rules={"vary": "audio_s"},
                    models={"lin": {}, "pow": {}}, machine={"cpu": "CPU", "cpu_count": 2}, records=records)
 
 
@@ -61,7 +60,9 @@ def test_several_runs_add_error_bars_from_the_run_medians():
 
 
 def test_written_png_is_the_size_asked_and_shows_each_variants_colour(tmp_path):
-    paths = render_compare_plots(two_variants(), tmp_path)
+    series = build_series(two_variants())
+    lines = [Line(growth_label(s), s, f"C{i}") for i, s in enumerate(series)]
+    paths = render_series_plots(lines, "audio_s", find_crossovers(series), "box: cpu, 1 thread", tmp_path)
     assert set(paths) == {"latency", "memory"}
     image = imread(paths["latency"])[:, :, :3]
     assert image.shape == (520, 750, 3)  # 7.5 x (4.8 + 2 legend rows of 0.2) inches at 100 dpi
@@ -69,36 +70,3 @@ def test_written_png_is_the_size_asked_and_shows_each_variants_colour(tmp_path):
     for colour in ("C0", "C1"):
         close = np.abs(image - np.array(to_rgb(colour))).max(axis=2) < 0.05
         assert close.sum() > 200, colour  # each variant's line and markers are drawn in its colour
-
-
-def sweep_results():
-    records = []
-    for threads in (1, 2):
-        for batch in (1, 4):
-            for audio in (1.0, 2.0, 8.0):
-                status = "skipped" if (batch, audio) == (4, 8.0) else "ok"
-                wall = [0.01 * audio * batch / threads] * 3 if status == "ok" else []
-                records.append(Measurement(
-                    label="c", status=status, cell=Cell(model="encoder_asr", threads=threads, audio_s=audio,
-                                                        batch_size=batch),
-                    wall_s=wall, cpu_s=wall, audio_seconds=audio * batch,
-                    memory=MemoryPeak(peak_rss_delta_bytes=int(1e6 * audio * batch)) if status == "ok" else None))
-    return Results("sweep", records=records)
-
-
-def test_sweep_figure_has_a_line_per_setting_and_batch_size_without_skipped_cells():
-    figure = sweep_figure(sweep_results().records, "t")
-    rtf_ax, mem_ax = figure.axes
-    lines = data_lines(rtf_ax)
-    assert set(lines) == {"cpu 1t, batch 1", "cpu 1t, batch 4", "cpu 2t, batch 1", "cpu 2t, batch 4"}
-    assert list(lines["cpu 2t, batch 4"].get_xdata()) == [1.0, 2.0]  # 8 s x 4 was skipped
-    assert np.allclose(lines["cpu 2t, batch 1"].get_ydata(), [0.005] * 3)  # RTF = 0.01 / 2 threads
-    assert np.allclose(data_lines(mem_ax)["cpu 1t, batch 4"].get_ydata(), [4.0, 8.0])  # MB
-    assert rtf_ax.get_xlabel() == "seconds of audio per utterance" and mem_ax.get_ylabel().startswith("memory")
-
-
-def test_render_sweep_plots_writes_one_png_per_model(tmp_path):
-    paths = render_sweep_plots(sweep_results(), tmp_path)
-    assert list(paths) == ["encoder_asr"] and paths["encoder_asr"].name == "sweep-encoder_asr.png"
-    assert imread(paths["encoder_asr"]).shape[:2] == (520, 1500)  # two panels, 4 lines: 2 legend rows
-    assert render_sweep_plots(Results("sweep", records=[Measurement(label="c", status="skipped")]), tmp_path) == {}

@@ -13,12 +13,12 @@ from sbprof.record import Cell, Env, Measurement, MemoryPeak
 from sbprof.results import files as files_module
 from sbprof.results.store import RESULTS_FILE, Results, ResultStore, StorageError, load_results
 
-RULES = {"warmup_batches": 1, "measured_batches": 3, "input": "random:seed=0"}
+RULES = {"warmup": 1, "measured": 3, "input": "random:seed=0"}
 MACHINE = {"hostname": "h", "cpu": "test cpu", "cpu_count": 2, "torch": "2.x"}
 
 
 def run_of(model="m", fingerprint="local:abc", **machine):
-    return Results("sweep", rules=dict(RULES), models={model: {"interface": "EncoderASR", "fingerprint": fingerprint}},
+    return Results("profile", rules=dict(RULES), models={model: {"interface": "EncoderASR", "fingerprint": fingerprint}},
                    machine={**MACHINE, **machine})
 
 
@@ -67,7 +67,7 @@ def test_resume_key_and_replacement(tmp_path):
 
 
 @pytest.mark.parametrize("other, expected", [
-    (dict(rules={**RULES, "measured_batches": 10}), "measured_batches: 3 there, 10 now"),
+    (dict(rules={**RULES, "measured": 10}), "measured: 3 there, 10 now"),
     (dict(machine={"torch": "2.15"}), "torch: '2.x' there, '2.15' now"),
     (dict(machine={"hostname": "elsewhere"}), "hostname: 'h' there, 'elsewhere' now"),
     (dict(fingerprint="local:def"), "model m: fingerprint: 'local:abc' there, 'local:def' now"),
@@ -96,7 +96,19 @@ def test_another_model_joins_the_file(tmp_path):
     ('{"format": "sbprof-results", "version": 1}', "version 1 is not supported"),
     ('{"format": "sbprof-results", "version": 2, "records": null}', "'records' must be a list"),
     ('{"format": "sbprof-results", "version": 2, "records": [{"label": "x", "status": "fine"}]}',
-     "record 0 is not a valid measurement"),
+     "record 0 ('x'): no 'cell'"),
+    ('{"format": "sbprof-results", "version": 3, "job": "profile", "records": [{"label": "x", "cell": {}, '
+     '"wall_s": "0.1"}]}', "record 0 ('x'): field 'wall_s' must be a list of non-negative numbers"),
+    ('{"format": "sbprof-results", "version": 3, "job": "profile", "records": [{"label": "x", "cell": {}, '
+     '"wall_s": [], "audio_seconds": 1}]}', "field 'wall_s' is empty in a measured record"),
+    ('{"format": "sbprof-results", "version": 3, "job": "profile", "records": [{"label": "x", "cell": {}, '
+     '"wall_s": [0.1], "audio_seconds": 0}]}', "field 'audio_seconds' must be null or a positive number"),
+    ('{"format": "sbprof-results", "version": 3, "job": "profile", "records": [{"label": "x", "cell": '
+     '{"batch_size": "4"}}]}', "field 'cell.batch_size' must be null or an integer >= 1, got '4'"),
+    ('{"format": "sbprof-results", "version": 99, "job": "profile", "records": []}',
+     "written by a newer sbprof (results format version 99); this sbprof reads versions 1 to 3"),
+    ('{"format": "sbprof-results", "version": 3, "job": "profile", "records": [{"schema_version": 9, '
+     '"label": "x", "cell": {}}]}', "written by a newer sbprof (record schema version 9)"),
     ('{"format": "sbprof-sweep-results", "version": 1, "settings": {}, "cells": null}', "'cells' (a list)"),
     ('{"format": "sbprof-sweep-results", "version": 1, "settings": {}, "cells": [{"status": "ok"}]}',
      "cell 0 has no coordinates"),
@@ -110,11 +122,10 @@ def test_broken_results_are_config_errors(tmp_path, content, match):
     assert match in str(info.value) and str(tmp_path / RESULTS_FILE) in str(info.value)
 
 
-def test_a_newer_file_is_read_with_its_unknown_fields_kept(tmp_path):
+def test_fields_this_sbprof_does_not_know_are_kept(tmp_path):
     store = ResultStore(tmp_path, run_of())
     store.add(record(1, 1))
     data = json.loads((tmp_path / RESULTS_FILE).read_text())
-    data["version"] = 3
     data["records"][0]["power_trace"] = [1, 2]
     (tmp_path / RESULTS_FILE).write_text(json.dumps(data))
     reopened = ResultStore(tmp_path, run_of())

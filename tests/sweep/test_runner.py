@@ -12,12 +12,13 @@ import pytest
 import torch
 
 from fake_interfaces import replace_in_file, use_test_environment, write_model_folder, write_sweep_yaml
+from sbprof.jobs.registry import get_job
+from sbprof.jobs.render import render_only as render_results
+from sbprof.jobs.runner import Outcome, run_config
 from sbprof.record import Measurement
-from sbprof.report import render_results, write_reports
 from sbprof.report.format import sig3
-from sbprof.results import RESULTS_FILE, FolderLock, load_results, prepare_output_folder
+from sbprof.results import RESULTS_FILE, load_results
 from sbprof.sweep.config import load_config
-from sbprof.sweep.runner import SweepOutcome, run_sweep
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "sbprof" / "data" / "example_audio.wav"
 
@@ -27,12 +28,9 @@ def environment(monkeypatch, tmp_path_factory):
     use_test_environment(monkeypatch, tmp_path_factory.getbasetemp() / "sbprof-models")
 
 
-def sweep(path: Path, overrides=None) -> SweepOutcome:
-    """What the command does: check and lock the folder, sweep, render after each setting."""
-    cfg = load_config(path, overrides, {"noprogressbar": True})
-    folder = prepare_output_folder(cfg.output_folder)
-    with FolderLock(folder):
-        return run_sweep(cfg, log=lambda line: None, on_progress=lambda results: write_reports(results, folder))
+def sweep(path: Path, overrides=None) -> Outcome:
+    """What the command does: check, lock the folder, sweep, render after each batch."""
+    return run_config(get_job("profile"), load_config(path, overrides, {"noprogressbar": True}), log=lambda line: None)
 
 
 def cells_of(folder: Path) -> Dict[tuple, Measurement]:
@@ -65,7 +63,7 @@ def test_asr_models_end_to_end(tmp_path, model, interface, example, triangle):
     out = tmp_path / "out"
     # 2 x 2 grid: the triangle rule (threshold (2 + 2) / 2 = 2) drops only (1 s, batch 2).
     skipped = {(1, 2)} if triangle else set()
-    assert (outcome.measured, outcome.skipped, outcome.failed) == (4 - len(skipped), len(skipped), 0)
+    assert (len(outcome.cells), outcome.failed) == (4 - len(skipped), 0)
 
     cells = cells_of(out)
     assert set(cells) == {(0.5, 1), (0.5, 2), (1, 1), (1, 2)}
@@ -261,12 +259,12 @@ def test_resume_measures_only_missing_cells(tmp_path):
                             method="process", args=["wavs", "wav_lens"], lengths=[0.5, 1], batch_sizes=[1, 2],
                             triangle_only=True)
     first = sweep(path)
-    assert (first.measured, first.skipped) == (3, 1)
+    assert len(first.cells) == 3
     before = {k: m.to_dict() for k, m in cells_of(tmp_path / "out").items()}
 
     grown = {"profiling_dimensions": {"triangle_only": False, "audio_mockup_secs": [0.5, 1, 1.5]}}
     second = sweep(path, grown)
-    assert (second.resumed, second.measured, second.skipped) == (3, 3, 0)
+    assert (second.resumed, len(second.cells)) == (3, 3)
     after = cells_of(tmp_path / "out")
     assert set(after) == set(before) | {(1.5, 1), (1.5, 2)}
     for key, record in before.items():
@@ -275,7 +273,7 @@ def test_resume_measures_only_missing_cells(tmp_path):
     assert after[(1, 2)].status == "ok"  # the formerly skipped cell
 
     third = sweep(path, grown)
-    assert (third.resumed, third.measured) == (6, 0)
+    assert (third.resumed, len(third.cells)) == (6, 0)
 
 
 def test_traces_and_render_only(tmp_path):
@@ -346,7 +344,7 @@ def test_real_human_speech_drives_beam_search(tmp_path, shared_dir):
     path = write_sweep_yaml(tmp_path / "s.yaml", "encoder_decoder_asr", "EncoderDecoderASR", example_audio=speech,
                             triangle_only=False, lengths=[4], batch_sizes=[1])
     outcome = sweep(path)
-    assert (outcome.measured, outcome.failed) == (1, 0)
+    assert (len(outcome.cells), outcome.failed) == (1, 0)
     (m,) = cells_of(tmp_path / "out").values()
     assert m.status == "ok" and m.cell.input.startswith("file:spk1_snt1.wav")
     assert m.audio_seconds == 4  # the 1.8-3.2 s recording was tiled up to 4 s
@@ -357,7 +355,7 @@ def test_fixed_repeats_measure_each_cell_in_fresh_processes(tmp_path):
                             method="process", args=["wavs", "wav_lens"], lengths=[0.5], batch_sizes=[1, 2], runs=3,
                             noise_floor=True)
     outcome = sweep(path)
-    assert (outcome.measured, outcome.runs) == (2, 6)
+    assert (len(outcome.cells), outcome.measured) == (2, 6)
     results = load_results(tmp_path / "out")
     runs = sorted((m.cell.batch_size, m.cell.run, len(m.wall_s)) for m in results.records)
     assert runs == [(b, r, 2) for b in (1, 2) for r in range(3)]  # every run keeps its own raw samples
@@ -393,27 +391,29 @@ def test_adaptive_repeats_stop_at_the_target_or_the_cap(tmp_path):
                                 output_folder=tmp_path / name)
         replace_in_file(path, "repeats: {runs: 1}", f"repeats: {repeats}")
         outcome = sweep(path)
-        assert outcome.runs == expected, name
+        assert outcome.measured == expected, name
         report = (tmp_path / name / "report.md").read_text()
         assert f"{1 if name == 'easy' else 0} of 1 cells met the target" in report
 
 
 def test_corner_predicted_over_budget_is_skipped_before_it_runs(tmp_path):
+    from sbprof.jobs.preamble import Setting
+    from sbprof.jobs.runner import View
     from sbprof.record import Cell, MemoryPeak
     from sbprof.results import Results, ResultStore
-    from sbprof.sweep.runner import over_budget
-    from sbprof.sweep.schema import Setting
+    from sbprof.sweep.plan import Plan
 
-    store = ResultStore(tmp_path, Results("sweep"))
+    store = ResultStore(tmp_path, Results("profile"))
     for a in (0.5, 1, 2):
         for b in (1, 2):
             peak = int(3e8 + 6.4e7 * a * b)  # 300 MB + 64 MB per second of audio in the batch
             store.add(Measurement(label="c", cell=Cell(model="m", audio_s=a, batch_size=b), wall_s=[0.1],
                                   audio_seconds=a * b, memory=MemoryPeak(peak_rss_bytes=peak)))
     corner = [Cell(model="m", audio_s=4, batch_size=2), Cell(model="m", audio_s=4, batch_size=1)]
-    cfg = load_config(write_sweep_yaml(tmp_path / "s.yaml", "encoder_asr", "EncoderASR"))
+    cfg = load_config(write_sweep_yaml(tmp_path / "s.yaml", "encoder_asr", "EncoderASR"),
+                      {"predict": {"skip_predicted_over": 0.7}})
     # predicted peaks: 4 s x 1 -> 0.556 GB, 4 s x 2 -> 0.812 GB; budget 0.7 GB
-    keep, skipped = over_budget(store, Setting("cpu", 1), corner, 0.7e9, {}, cfg)
+    keep, skipped = Plan(cfg).over_budget(View(store, False), Setting("cpu", 1), corner)
     assert [c.grid_key for c in keep] == [(4, 1)]
     assert [m.cell.grid_key for m in skipped] == [(4, 2)] and skipped[0].status == "skipped"
     assert "predicted to need 0.81 GB of peak memory, over the 0.70 GB budget" in skipped[0].message

@@ -5,31 +5,38 @@ import pytest
 import torch
 
 from sbprof.errors import ConfigError
+from sbprof.jobs.registry import get_job
+from sbprof.jobs.runner import run_config
 from sbprof.results import load_results
 from sbprof.train.config import validate
 from sbprof.train.data import mock_batches
-from sbprof.train.runner import run_training
+from sbprof.train.plan import Plan
 from train_tiny import tiny_overrides
+
+
+def run_training(cfg):
+    return run_config(get_job("train"), cfg, log=lambda line: None)
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("train")
-    cfg = validate({**tiny_overrides(folder), "profiling": {"export_trace": True, "trace_steps": 1}}, "tiny.yaml")
+    cfg = validate({**tiny_overrides(folder), "profiling": {"export_trace": True, "trace_steps": 1}}, "tiny.yaml",
+                   {"noprogressbar": True})
     outcome = run_training(cfg)
     return cfg, outcome, load_results(outcome.results)
 
 
 def test_every_variant_is_one_ok_record(run):
     cfg, outcome, results = run
-    assert outcome.measured == ["ctc", "transducer"] and not outcome.failed
+    assert outcome.measured == 2 and not outcome.failed
     assert [m.label for m in results.records] == ["train:ctc", "train:transducer"]
     assert all(m.ok and len(m.wall_s) == 2 and m.warmup == 1 for m in results.records)
 
 
 def test_audio_per_step_is_the_batches_real_content(run):
     cfg, _, results = run
-    data = mock_batches(2, 2, 0.05, 16000, 12, seed=cfg.seed)
+    data = mock_batches(2, 2, 0.05, 16000, 12, seed=cfg.preamble.seed)
     # steps cycle the batches: warm-up step 0 (batch 0), then batches 1 and 0
     for m in results.records:
         expected = []
@@ -56,7 +63,7 @@ def test_counts_against_the_models_own_tensors(run):
     from sbprof.train.models import build_modules
 
     for m in results.records:
-        modules = torch.nn.ModuleDict(build_modules(m.cell.model, cfg.model, 16000, cfg.seed))
+        modules = torch.nn.ModuleDict(build_modules(m.cell.model, cfg.model, 16000, cfg.preamble.seed))
         assert m.counts.params == sum(p.numel() for p in modules.parameters())
         flops = m.extra["flops"]
         assert len(flops["per_step"]) == 2 and all(f > 0 for f in flops["per_step"])
@@ -71,7 +78,7 @@ def test_memory_peaks_and_module_memory(run):
 
     for m in results.records:
         assert m.memory.peak_rss_bytes > 0 and m.memory.peak_rss_delta_bytes >= 0
-        cnn = build_modules(m.cell.model, cfg.model, 16000, cfg.seed)["CNN"]
+        cnn = build_modules(m.cell.model, cfg.model, 16000, cfg.preamble.seed)["CNN"]
         rows = {r["label"]: r for r in m.extra["modules"]["rows"]}
         assert rows["CNN"]["memory"]["params_bytes"] == 4 * sum(p.numel() for p in cnn.parameters())
         peak = m.extra["modules"]["memory_peak"]
@@ -91,14 +98,14 @@ def test_trace_with_detailed_labels(run):
 def test_running_again_keeps_the_results_and_refuses_other_rules(run):
     cfg, _, results = run
     again = run_training(cfg)
-    assert again.kept == ["ctc", "transducer"] and not again.measured
-    changed = validate({**tiny_overrides(cfg.output_folder), "seed": 7}, "tiny.yaml")
+    assert again.resumed == 2 and not again.measured
+    changed = validate({**tiny_overrides(cfg.preamble.output_folder), "seed": 7}, "tiny.yaml")
     with pytest.raises(ConfigError, match="seed: 1234 there, 7 now"):
         run_training(changed)
 
 
 def test_a_selection_matching_nothing_stops_before_training(tmp_path):
     cfg = validate({**tiny_overrides(tmp_path), "profiling": {"modules": ["decoder.*"]}}, "tiny.yaml")
-    with pytest.raises(ConfigError, match="tiny.yaml: profiling.modules: pattern 'decoder.*' matches no module"):
-        run_training(cfg)
+    with pytest.raises(ConfigError, match="profiling.modules: pattern 'decoder.*' matches no module"):
+        Plan(cfg)
     assert not (tmp_path / "results.json").exists() or not load_results(tmp_path).records

@@ -5,8 +5,8 @@ TINY_DATA = {"batch_size": 2, "num_batches": 2, "scale": 0.05, "sample_rate": 16
 
 
 def tiny_overrides(output_folder, **more):
-    return {"model": TINY_MODEL, "data": TINY_DATA, "steps": {"warmup": 1, "measured": 2}, "threads": 1,
-            "device": "cpu", "output_folder": str(output_folder), **more}
+    return {"model": TINY_MODEL, "data": TINY_DATA, "warmup": 1, "measured": 2, "cpu_threads": 1,
+            "devices": "cpu", "output_folder": str(output_folder), **more}
 
 
 def tiny_argv(output_folder, *extra):

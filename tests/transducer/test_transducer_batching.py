@@ -5,7 +5,7 @@ import pytest
 
 from sbprof.errors import ConfigError
 from sbprof.transducer.batching import Batch, bucket_batches, fixed_batches, padding_summary
-from sbprof.transducer.synthetic import sample_shapes
+from sbprof.utterances import sample_shapes
 
 SHAPES = sample_shapes(503, seed=3)
 

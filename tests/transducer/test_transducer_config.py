@@ -7,14 +7,15 @@ import pytest
 
 from sbprof.cli.overrides import parse_command_line
 from sbprof.errors import ConfigError
-from sbprof.transducer.config import FLAGS, SCHEMA, load_config
+from sbprof.jobs.preamble import FLAGS, VALUES
+from sbprof.transducer.config import SCHEMA, load_config
 
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "transducer.yaml"
 
 
 def from_command_line(*args):
     """The config the command line ``RECIPE --key value ...`` asks for."""
-    path, overrides, options = parse_command_line([str(RECIPE), *args], list(SCHEMA), FLAGS)
+    path, overrides, options = parse_command_line([str(RECIPE), *args], list(SCHEMA), FLAGS, VALUES)
     return load_config(path, overrides, options)
 
 
@@ -26,16 +27,16 @@ def write(tmp_path, text):
 
 def test_recipe_file_loads_with_the_study_schedule():
     cfg = load_config(RECIPE)
-    assert cfg.schedule == {"wait": 10, "warmup": 10, "active": 20}
-    assert cfg.vocab_size == 500 and cfg.device == "cpu"
+    assert (cfg.preamble.warmup, cfg.preamble.measured) == (20, 20)  # the study's schedule: 10 + 10, then 20
+    assert cfg.vocab_size == 500 and cfg.preamble.devices == ("cpu",)
     assert "k2" in cfg.interpreters and cfg.interpreters["k2"].endswith(".venv-k2/bin/python")
     assert cfg.shapes.source == "synthetic" and cfg.shapes.scale > 1
 
 
 def test_overrides_merge_nested_keys(tmp_path):
-    cfg = from_command_line("--batching", "{batch_size: 2}", "--threads", "1", "--retry_failed")
-    assert cfg.batch_size == 2 and cfg.max_frames is not None and cfg.threads == 1
-    assert cfg.search is None and cfg.retry_failed and not load_config(RECIPE).retry_failed
+    cfg = from_command_line("--batching", "{batch_size: 2}", "--cpu_threads", "1", "--retry_failed")
+    assert cfg.batch_size == 2 and cfg.max_frames is not None and cfg.preamble.cpu_threads == (1,)
+    assert cfg.search is None and cfg.preamble.retry_failed and not load_config(RECIPE).preamble.retry_failed
 
 
 def test_search_can_be_switched_on_from_the_command_line():
@@ -54,13 +55,13 @@ def test_search_can_be_switched_on_from_the_command_line():
      "needs an existing file"),
     ("backends: [reference]\nbatching: {batch_size: 2}\nshapes: {source: csv, path: t.yaml}\n",
      "shapes.sentencepiece_model"),
-    ("backends: [reference]\nbatching: {batch_size: 2}\nschedule: {active: 0}\n", "schedule.active"),
+    ("backends: [reference]\nbatching: {batch_size: 2}\nmeasured: 0\n", "measured must be an integer >= 1"),
     ("backends: [reference]\nbatching: {batch_size: 2}\nblank: 500\n", "blank 500 must be below vocab_size 500"),
     ("backends: [reference]\nbatching: {batch_size: 2}\nbackend_options: {k2_pruned: {prune: 3}}\n",
      "backend_options.k2_pruned: backend 'k2_pruned' has no option 'prune'"),
-    ("backends: [reference]\nbatching: {batch_size: 2}\ndevice: tpu\n", "device: 'tpu' is not a device"),
+    ("backends: [reference]\nbatching: {batch_size: 2}\ndevices: tpu\n", "devices: 'tpu' is not a device"),
     ("backends: [reference]\nbatching: {batch_size: 2}\nexport_trace: 1\n", "export_trace must be True or False"),
-    ("backends: [reference]\nbatching: {batch_size: 2}\nthreads: true\n", "threads must be an integer >= 1"),
+    ("backends: [reference]\nbatching: {batch_size: 2}\ncpu_threads: true\n", "cpu_threads must be an integer >= 1"),
     ("backends: [reference]\nbatching: {batch_size: 2}\nsearch: {mode: frames}\n", "search.mode"),
 ])
 def test_bad_values_name_the_key(tmp_path, text, message):
@@ -79,10 +80,10 @@ def test_relative_paths_resolve_against_the_file(tmp_path):
 
 
 def test_unknown_command_line_key_is_refused_with_a_suggestion():
-    with pytest.raises(ConfigError, match="unknown option --thread .*did you mean 'threads'"):
-        from_command_line("--thread", "2")
-    with pytest.raises(ConfigError, match="--threads needs a value"):
-        from_command_line("--threads")
+    with pytest.raises(ConfigError, match="unknown option --cpu_thread .*did you mean 'cpu_threads'"):
+        from_command_line("--cpu_thread", "2")
+    with pytest.raises(ConfigError, match="--cpu_threads needs a value"):
+        from_command_line("--cpu_threads")
 
 
 def test_recipe_script_stops_on_a_bad_key_with_one_line_and_exit_code_2():

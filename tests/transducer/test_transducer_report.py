@@ -4,12 +4,25 @@ from __future__ import annotations
 import csv
 import io
 
+from sbprof.analysis.transducer import analyse
 from sbprof.record import Cell, Measurement, MemoryPeak
+from sbprof.report import transducer as report
 from sbprof.results.store import Results, ResultStore, load_results
-from sbprof.transducer.report import render_csv, render_markdown, write_reports
+
+
+def render_markdown(results):
+    return report.render_markdown(analyse(results))
+
+
+def render_csv(results):
+    return report.render_csv(analyse(results))
+
+
+def write_reports(results, folder):
+    return report.write_reports(analyse(results), folder)
 
 RULES = {"vocab_size": 500, "joiner_dim": 512, "shapes": {"source": "synthetic", "scale": 8},
-         "schedule": {"wait": 10, "warmup": 10, "active": 20}}
+         "warmup": 20, "measured": 20}
 AGREE = {"ok": True, "max_loss_rel_diff": 1e-7, "max_grad_abs_diff": 2e-5}
 
 

@@ -8,30 +8,40 @@ from pathlib import Path
 
 import pytest
 
-from sbprof.cli.transducer import main
+from sbprof.analysis.transducer import analyse
+from sbprof.cli import main as sbprof_main
 from sbprof.errors import ConfigError
+from sbprof.jobs.preamble import Preamble, Repeats
+from sbprof.jobs.registry import get_job
+from sbprof.jobs.runner import run_config
 from sbprof.results import FolderLock, load_results
+from sbprof.report.transducer import render_markdown
 from sbprof.transducer.backends import get_backend
 from sbprof.transducer.backends.base import Backend
 from sbprof.transducer.config import ShapeConfig, TransducerConfig
-from sbprof.transducer.report import render_markdown
-from sbprof.transducer.runner import run_benchmark
 from sbprof.transducer.worker import Stepper
 from transducer_workers import KILL_SWITCH, make_second_python
 
-TINY = {"wait": 1, "warmup": 1, "active": 3}
+WARMUP, MEASURED = 2, 3
 
 
-def tiny_config(tmp_path, backends, **kw):
+def main(argv):
+    return sbprof_main(["transducer"] + list(argv))
+
+
+def tiny_config(tmp_path, backends, retry_failed=False, **kw):
+    preamble = Preamble(devices=("cpu",), cpu_threads=(1,), cuda_threads=1, seed=1234, warmup=WARMUP,
+                        measured=MEASURED, repeats=Repeats(runs=1), output_folder=str(tmp_path / "out"),
+                        progress_bar=False, retry_failed=retry_failed)
     settings = dict(shapes=ShapeConfig(source="synthetic", num_utterances=12, scale=16, seed=0), batch_size=3,
-                    max_frames=None, vocab_size=40, joiner_dim=8, schedule=dict(TINY), threads=1,
-                    output_folder=str(tmp_path / "out"))
+                    max_frames=None, vocab_size=40, joiner_dim=8)
     settings.update(kw)
-    return TransducerConfig(backends=tuple(backends), **settings)
+    return TransducerConfig(preamble=preamble, backends=tuple(backends), **settings)
 
 
-def quiet(line):
-    pass
+def run_benchmark(cfg, log=None):
+    outcome = run_config(get_job("transducer"), cfg, log=log or (lambda line: None))
+    return load_results(outcome.results)
 
 
 @pytest.fixture(scope="module")
@@ -41,15 +51,15 @@ def second_python(tmp_path_factory):
 
 def test_backend_runs_in_a_second_interpreter(tmp_path, second_python):
     cfg = tiny_config(tmp_path, ["reference"], interpreters={"reference": str(second_python)})
-    (m,) = run_benchmark(cfg, log=quiet).records
+    (m,) = run_benchmark(cfg).records
     assert m.status == "ok", m.message
     assert (m.cell.model, m.cell.batch_size, m.cell.threads, m.cell.params) == ("reference", 3, 1, {"mode": "fixed"})
     assert m.extra["executable"] == str(second_python) != sys.executable
     assert m.settings["interpreter"] == str(second_python) and m.settings["vocab_size"] == 40
-    assert len(m.wall_s) == TINY["active"] and m.warmup == 2
+    assert len(m.wall_s) == MEASURED and m.warmup == WARMUP
     assert m.extra["agreement"]["ok"]
     assert m.memory.rss_method and m.memory.heap_trim == "malloc_trim" and m.memory.peak_rss_delta_bytes >= 0
-    saved = load_results(cfg.output_folder)
+    saved = load_results(cfg.preamble.output_folder)
     assert saved.job == "transducer" and saved.records == [m]
     assert saved.models["reference"]["interpreter"] == str(second_python)
 
@@ -59,19 +69,19 @@ def test_not_installed_in_the_other_interpreter_is_reported_not_dropped(tmp_path
                       max_frames=100)
     if get_backend("warp_transducer").available()[0]:
         pytest.skip("warp_transducer is installed here")
-    results = run_benchmark(cfg, log=quiet)
-    assert [(m.label, m.cell.params["mode"], m.status) for m in results.records] == [
+    results = run_benchmark(cfg)
+    assert sorted((m.label, m.cell.params["mode"], m.status) for m in results.records) == [
         ("k2", "fixed", "skipped"), ("k2", "max_frames", "skipped"),
         ("warp_transducer", "fixed", "skipped"), ("warp_transducer", "max_frames", "skipped")]
     assert all(m.extra["not_installed"] for m in results.records)
-    assert "No module named 'k2'" in results.records[0].message
-    table = render_markdown(results)
+    assert "No module named 'k2'" in next(m.message for m in results.records if m.label == "k2")
+    table = render_markdown(analyse(results))
     assert "pip install k2" in table and "warp-transducer repository" in table
 
 
 def test_missing_interpreter_is_reported(tmp_path):
     cfg = tiny_config(tmp_path, ["k2"], interpreters={"k2": str(tmp_path / "nowhere" / "python")})
-    (m,) = run_benchmark(cfg, log=quiet).records
+    (m,) = run_benchmark(cfg).records
     assert m.status == "skipped" and "not found" in m.message
 
 
@@ -79,7 +89,7 @@ def test_missing_interpreter_is_reported(tmp_path):
 def test_a_worker_killed_in_a_step_leaves_an_error_row_and_the_check_stands(tmp_path, second_python, monkeypatch):
     monkeypatch.setenv(KILL_SWITCH, "1")  # the second interpreter's workers die in their first backward()
     cfg = tiny_config(tmp_path, ["reference"], interpreters={"reference": str(second_python)}, max_frames=100)
-    records = run_benchmark(cfg, log=quiet).records
+    records = run_benchmark(cfg).records
     assert [(m.cell.params["mode"], m.status) for m in records] == [("fixed", "error"), ("max_frames", "error")]
     for m in records:
         assert "worker process died (killed by signal SIGKILL) in this item" in m.message
@@ -89,21 +99,22 @@ def test_a_worker_killed_in_a_step_leaves_an_error_row_and_the_check_stands(tmp_
 def test_a_finished_backend_is_kept_and_other_rules_are_refused(tmp_path):
     if get_backend("warp_rnnt").available()[0]:
         pytest.skip("warp_rnnt is installed here")
-    lines = []
     cfg = tiny_config(tmp_path, ["warp_rnnt"])
-    first = run_benchmark(cfg, log=lines.append).records
+    first = run_benchmark(cfg).records
+    assert [(m.status, m.extra["not_installed"]) for m in first] == [("skipped", True)]
+    lines = []
     assert run_benchmark(cfg, log=lines.append).records == first
-    run_benchmark(tiny_config(tmp_path, ["warp_rnnt"], retry_failed=True), log=lines.append)
-    assert lines == ["warp_rnnt: fixed skipped", f"warp_rnnt: already in {tmp_path / 'out' / 'results.json'}",
-                     "warp_rnnt: fixed skipped"]
+    assert lines == [f"resuming: 1 record(s) already in {tmp_path / 'out' / 'results.json'}"]
+    again = run_benchmark(tiny_config(tmp_path, ["warp_rnnt"], retry_failed=True)).records
+    assert [m.status for m in again] == ["skipped"]  # tried again: still not installed
     with pytest.raises(ConfigError, match="vocab_size: 40 there, 30 now"):
-        run_benchmark(tiny_config(tmp_path, ["warp_rnnt"], vocab_size=30), log=quiet)
+        run_benchmark(tiny_config(tmp_path, ["warp_rnnt"], vocab_size=30))
 
 
 def write_yaml(tmp_path):
     path = tmp_path / "t.yaml"
     path.write_text("backends: [reference]\nshapes: {num_utterances: 8, scale: 16}\nbatching: {batch_size: 2}\n"
-                    "vocab_size: 30\njoiner_dim: 8\nschedule: {wait: 0, warmup: 1, active: 2}\n"
+                    "vocab_size: 30\njoiner_dim: 8\nwarmup: 1\nmeasured: 2\ncpu_threads: 1\n"
                     f"output_folder: {tmp_path / 'out'}\n")
     return path
 
@@ -114,7 +125,7 @@ def test_command_measures_renders_resumes_and_refuses_a_busy_folder(tmp_path, ca
     report = (tmp_path / "out" / "report.md").read_text()
     assert "| reference |" in report and "ok (" in report
     assert main([str(path)]) == 0
-    assert "reference: already in" in capsys.readouterr().out
+    assert "measured 0 cell(s) (0 failed), 1 already done" in capsys.readouterr().out
     assert (tmp_path / "out" / "report.md").read_text() == report
     assert main([str(path), "--joiner_dim", "9"]) == 2
     assert "joiner_dim: 8 there, 9 now" in capsys.readouterr().err

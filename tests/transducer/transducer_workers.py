@@ -24,7 +24,7 @@ def run_items(python: str, backend: str, items: List[Dict[str, Any]], log_path: 
               env: Optional[Dict[str, str]] = None, **job: Any) -> Tuple[List[dict], Dict[int, dict], Dict[int, str]]:
     """Run ``items`` of ``backend`` in the worker: (loaded events, results by item, crash messages by item)."""
     payload = {"backend": backend, "device": "cpu", "threads": 1, "vocab_size": 50, "joiner_dim": 8, "blank": 0,
-               "seed": 0, "cells": items, **job}
+               "seed": 0, "output_folder": str(log_path.parent), "items": items, **job}
     loaded: List[dict] = []
     results: Dict[int, dict] = {}
     crashes: Dict[int, str] = {}
@@ -32,6 +32,12 @@ def run_items(python: str, backend: str, items: List[Dict[str, Any]], log_path: 
                        log_path=log_path, python=python, env=env or {})
     Supervisor(worker, results.__setitem__, crashes.__setitem__, loaded.append).run()
     return loaded, results, crashes
+
+
+def one_step_item(backend: str) -> Dict[str, Any]:
+    """One measured step of one utterance: the least a worker can be asked (its setup runs the check)."""
+    return {"cell": {"model": backend, "params": {"mode": "fixed"}}, "label": backend, "settings": {},
+            "kind": "measure", "unmeasured": 0, "steps": [[[4, 2]]], "padding": {}, "step_shapes": [[1, 4, 2]]}
 
 
 def make_second_python(folder: Path) -> Path:

@@ -1,0 +1,78 @@
+"""A comparison's results analysed once: per setting, each variant's series, its growth law and the crossings.
+
+:func:`analyse` builds everything a comparison's markdown, CSV
+and plots show (:mod:`sbprof.analysis.series` per setting, the crossovers of
+the fitted laws, the energy line, each record's derived figures); the
+renderers (:mod:`sbprof.report.comparison`) only format the
+:class:`ComparisonSummary`. Pure: no torch, no clocks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from sbprof.analysis.series import Crossover, Series, build_series, find_crossovers, settings_of
+from sbprof.figures import cell_figures, cell_sort_key
+from sbprof.record import Measurement
+from sbprof.record.results import Results
+
+
+@dataclass(frozen=True)
+class CompareSetting:
+    """One (device, threads) of a comparison: the variants' series there and where their laws cross."""
+
+    device: str
+    threads: int
+    series: List[Series]
+    crossovers: List[Crossover]
+
+
+@dataclass(frozen=True)
+class ComparisonSummary:
+    """Everything a comparison's reports show (see the module docstring)."""
+
+    rules: Dict[str, Any]
+    machine: Dict[str, Any]
+    models: Dict[str, Dict[str, Any]]
+    vary: str
+    settings: List[CompareSetting]
+    example_audio: Optional[str]
+    energy: str
+    records: List[Tuple[Measurement, Dict[str, Any]]]
+
+    @property
+    def values(self) -> List[float]:
+        """Every value of the varied dimension, measured or failed, in any setting."""
+        return sorted({p.x for s in self.settings for series in s.series for p in series.points}
+                      | {x for s in self.settings for series in s.series for x, _ in series.failures})
+
+    @property
+    def runs(self) -> int:
+        return max((p.runs for s in self.settings for series in s.series for p in series.points), default=0)
+
+
+def energy_line(series: Sequence[Series]) -> str:
+    """One line: energy measured on which domains, or "not measurable here" with the reasons."""
+    energies = [p.energy for s in series for p in s.points if p.energy is not None]
+    if not energies:
+        return "not recorded"
+    if any(e.measurable for e in energies):
+        domains = sorted({d for e in energies for d in e.joules_per_call})
+        return (f"measured ({', '.join(domains)}): joules per call and average watts over each point's window "
+                "of measured calls plus the memory call (medians over runs)")
+    return energies[0].describe()
+
+
+def analyse(results: Results) -> ComparisonSummary:
+    """The one analysis of a comparison's results (see the module docstring)."""
+    settings = []
+    for device, threads in settings_of(results):
+        series = build_series(results, (device, threads))
+        settings.append(CompareSetting(device, threads, series, find_crossovers(series)))
+    first = results.records[0] if results.records else None
+    return ComparisonSummary(
+        rules=dict(results.rules), machine=dict(results.machine), models=dict(results.models),
+        vary=results.rules.get("vary", "audio_s"), settings=settings,
+        example_audio=first.settings.get("example_audio") if first else None,
+        energy=energy_line([s for setting in settings for s in setting.series]),
+        records=[(m, cell_figures(m)) for m in sorted(results.records, key=cell_sort_key)])

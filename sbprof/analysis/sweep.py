@@ -1,0 +1,259 @@
+"""A sweep's results analysed once: everything its markdown, CSV and plots show, computed before they render.
+
+:func:`analyse` groups the records by model, setting and grid cell,
+summarises each cell over its runs (the RTF interval, the within-run spread,
+the memory medians, the host/GPU busy split), predicts the cells that were
+skipped or ran out of memory, validates those predictions on a fully measured
+grid, reads the noise floor and the machine load, and lays out the plot's
+lines. The renderers (:mod:`sbprof.report.sweep`) only format the
+:class:`SweepSummary` it returns. Pure: no torch, no clocks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from sbprof.analysis.costmodel import HeldOutReport
+from sbprof.analysis.intervals import RunsSummary
+from sbprof.figures import batch_audio_seconds, busy_rtf, cell_figures, cell_sort_key, setting_sort_key
+from sbprof.predictions import CellPrediction, held_out_validation, predict_cells
+from sbprof.record import STATUSES, Env, Measurement
+from sbprof.record.results import Results
+from sbprof.runs import NoiseFloor, group_runs, median_over_runs, noise_floor, representative, rtf_over_runs
+from sbprof.stats import Stats, summarise
+
+GridKey = Tuple[float, int]
+SettingKey = Tuple[str, int]
+NOISE_FLOOR_RUNS = 4
+
+
+@dataclass(frozen=True)
+class SweepCell:
+    """One grid cell of one setting: what its runs measured, or its status, and its predictions.
+
+    ``rep`` is the record that speaks for the cell (its first successful run,
+    else its first run); ``one_run`` the RTF over the batches of a cell measured
+    once, ``over_runs`` the RTF over runs of a cell measured several times.
+    """
+
+    rep: Measurement
+    runs: int
+    one_run: Optional[Stats] = None
+    over_runs: Optional[RunsSummary] = None
+    target_missed: bool = False
+    rtfx: Optional[float] = None
+    busy: Optional[Dict[str, float]] = None
+    added_bytes: Optional[float] = None
+    peak_bytes: Optional[float] = None
+    predictions: Dict[str, CellPrediction] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SweepSetting:
+    """One (device, threads) of one model: its cells and what the report says about them."""
+
+    device: str
+    threads: int
+    cells: Dict[GridKey, SweepCell]
+    cores: Optional[int]
+    loads: Optional[Tuple[float, float]]
+    run_counts: Tuple[int, ...]
+    target: Optional[float]
+    max_runs: Any
+    met: int
+    levels: Tuple[int, ...]
+    formula: Optional[str]
+    held_out: Dict[str, HeldOutReport]
+
+    @property
+    def on_cuda(self) -> bool:
+        return self.device.startswith("cuda")
+
+
+@dataclass(frozen=True)
+class PlotLine:
+    """One (setting, batch size) line of a sweep's plot: per audio length, the RTF and the band of its interval.
+
+    The band is the run-to-run interval the table prints for cells measured in
+    several runs, and the within-run quartiles of a cell measured once.
+    """
+
+    device: str
+    threads: int
+    batch_size: int
+    xs: List[float]
+    median: List[float]
+    low: List[float]
+    high: List[float]
+    added_mb: List[Optional[float]]
+
+
+@dataclass(frozen=True)
+class SweepModel:
+    """One model (and variant) of a sweep: its grid, per setting, and its plot."""
+
+    name: str
+    model: str
+    variant: Optional[str]
+    interface: str
+    method: Optional[str]
+    audio_secs: List[float]
+    batch_sizes: List[int]
+    settings: List[SweepSetting]
+    plot: List[PlotLine]
+    predicted: List[CellPrediction]
+
+
+@dataclass(frozen=True)
+class SweepSummary:
+    """Everything a sweep's reports show (see the module docstring)."""
+
+    models: List[SweepModel]
+    records: List[Tuple[Measurement, Dict[str, Any]]]
+    counts: Dict[str, int]
+    env: Optional[Env]
+    noise: Optional[NoiseFloor]
+    example_audio: Optional[str]
+    input: str
+    warmup: int
+    measured: int
+    fill: bool
+    validate: bool
+
+
+def _cell(runs: Sequence[Measurement], predictions: Dict[str, CellPrediction]) -> SweepCell:
+    rep = representative(runs)
+    ok = [m for m in runs if m.ok and m.wall_s]
+    if not ok:
+        return SweepCell(rep=rep, runs=0, predictions=predictions)
+    summary = rtf_over_runs(ok, float(rep.settings.get("repeats", {}).get("confidence", 0.95)))
+    policy = rep.settings.get("repeats", {})
+    target = policy.get("target") if policy.get("runs") == "adaptive" else None
+    missed = target is not None and len(ok) > 1 and not (
+        summary.interval.confidence >= float(policy.get("confidence", 0.95)) and summary.interval.within(target))
+    memory = "cuda" if rep.cell.device.startswith("cuda") else "rss"
+    return SweepCell(
+        rep=rep, runs=len(ok),
+        one_run=summarise([w / batch_audio_seconds(ok[0]) for w in ok[0].wall_s]) if len(ok) == 1 else None,
+        over_runs=summary if len(ok) > 1 else None, target_missed=missed,
+        rtfx=1 / summary.interval.median if summary.interval.median > 0 else None, busy=busy_rtf(rep),
+        added_bytes=median_over_runs(ok, lambda m: getattr(m.memory, f"peak_{memory}_delta_bytes", None)
+                                     if m.memory else None),
+        peak_bytes=median_over_runs(ok, lambda m: getattr(m.memory, f"peak_{memory}_bytes", None)
+                                    if m.memory else None),
+        predictions=predictions)
+
+
+def _setting(device: str, threads: int, records: List[Measurement], predicted: Dict[Tuple[GridKey, str], Any],
+             validate: bool) -> SweepSetting:
+    groups = list(group_runs(records).values())
+    cells = {}
+    for runs in groups:
+        key = runs[0].cell.grid_key
+        cells[key] = _cell(runs, {figure: p for (k, figure), p in predicted.items() if k == key})
+    loads = [m.extra["loadavg_1m"] for m in records if "loadavg_1m" in m.extra]
+    ok = [c for c in cells.values() if c.runs]
+    policy = next((c.rep.settings.get("repeats", {}) for c in ok), {})
+    target = policy.get("target") if policy.get("runs") == "adaptive" else None
+    several = [c for c in ok if c.over_runs is not None]
+    reports = held_out_validation(records) if validate else {}
+    return SweepSetting(
+        device=device, threads=threads, cells=cells,
+        cores=next((m.env.cpu_count for m in records if m.env is not None), None),
+        loads=(min(loads), max(loads)) if loads else None,
+        run_counts=tuple(sorted({c.runs for c in ok})), target=target, max_runs=policy.get("max_runs"),
+        met=sum(1 for c in several if not c.target_missed),
+        levels=tuple(sorted({round(100 * c.over_runs.interval.confidence) for c in several})),
+        formula=next((p.formula for (_, figure), p in predicted.items() if figure == "time_s"), None),
+        held_out={figure: r for (s, figure), r in reports.items() if s == (device, threads)})
+
+
+def _plot(records: Sequence[Measurement]) -> List[PlotLine]:
+    lines: Dict[Tuple[str, int, int], Dict[float, List[Measurement]]] = {}
+    for m in records:
+        if m.ok and m.wall_s and m.audio_seconds:
+            lines.setdefault((m.cell.device, m.cell.threads, m.cell.batch_size), {}).setdefault(
+                float(m.cell.audio_s), []).append(m)
+    out = []
+    for (device, threads, batch), by_x in sorted(lines.items(), key=lambda kv: setting_sort_key(*kv[0][:2])
+                                                 + (kv[0][2],)):
+        xs, med, low, high, added = [], [], [], [], []
+        for x in sorted(by_x):
+            runs = by_x[x]
+            summary = rtf_over_runs(runs)
+            if len(runs) > 1:
+                lo, hi = summary.interval.low, summary.interval.high
+            else:
+                one = summarise([w / batch_audio_seconds(runs[0]) for w in runs[0].wall_s])
+                lo, hi = one.q1, one.q3
+            key = "peak_cuda_delta_bytes" if device.startswith("cuda") else "peak_rss_delta_bytes"
+            value = median_over_runs(runs, lambda m: getattr(m.memory, key) if m.memory else None)
+            xs.append(x)
+            med.append(summary.interval.median)
+            low.append(lo)
+            high.append(hi)
+            added.append(None if value is None else value / 1e6)
+        out.append(PlotLine(device, threads, batch, xs, med, low, high, added))
+    return out
+
+
+def _by_model(records: Sequence[Measurement]) -> Dict[Tuple[str, str], List[Measurement]]:
+    """Records per (model, variant): predictions and tables never mix two models."""
+    grouped: Dict[Tuple[str, str], List[Measurement]] = {}
+    for m in records:
+        grouped.setdefault((m.cell.model, m.cell.variant or ""), []).append(m)
+    return dict(sorted(grouped.items()))
+
+
+def _model(model: str, variant: str, group: List[Measurement], fill: bool, validate: bool) -> SweepModel:
+    predicted = predict_cells(group) if fill else []
+    by_setting: Dict[SettingKey, Dict[Tuple[GridKey, str], CellPrediction]] = {}
+    for p in predicted:
+        by_setting.setdefault((p.device, p.threads), {})[((p.audio_s, p.batch_size), p.figure)] = p
+    settings: Dict[SettingKey, List[Measurement]] = {}
+    for m in group:
+        settings.setdefault(m.cell.setting, []).append(m)
+    return SweepModel(
+        name=f"{model} ({variant})" if variant else model, model=model, variant=variant or None,
+        interface=group[0].settings.get("interface", "?"), method=group[0].settings.get("method"),
+        audio_secs=sorted({m.cell.audio_s for m in group}), batch_sizes=sorted({m.cell.batch_size for m in group}),
+        settings=[_setting(d, t, settings[(d, t)], by_setting.get((d, t), {}), validate)
+                  for d, t in sorted(settings, key=lambda k: setting_sort_key(*k))],
+        plot=_plot(group), predicted=predicted)
+
+
+def analyse(results: Results) -> SweepSummary:
+    """The one analysis of a sweep's results (see the module docstring)."""
+    records = results.records
+    first = records[0] if records else None
+    wanted = first.settings.get("predict", {}) if first else {}  # what the run asked for (older files: all)
+    fill, validate = wanted.get("fill", True), wanted.get("validate", True)
+    firsts = [representative(runs) for runs in group_runs(records).values()]
+    return SweepSummary(
+        models=[_model(model, variant, group, fill, validate)
+                for (model, variant), group in _by_model(records).items()],
+        records=[(m, cell_figures(m)) for m in sorted(records, key=cell_sort_key)],
+        counts={s: sum(m.status == s for m in firsts) for s in STATUSES},
+        env=next((m.env for m in records if m.env is not None), None),
+        noise=noise_floor(results.calibration[-NOISE_FLOOR_RUNS:]),
+        example_audio=first.settings.get("example_audio") if first else None, input=first.cell.input if first else "",
+        warmup=first.warmup if first else 0,
+        measured=results.rules.get("measured", len(first.wall_s) if first else 0), fill=fill, validate=validate)
+
+
+def summary_block(results: Results) -> Dict[str, Any]:
+    """The ``summary`` block of a sweep's results.json, for readers without sbprof (never read back as data).
+
+    ``rtf``: per cell measured in several runs, the RTF over runs with both
+    intervals (next-run and the median's); ``predicted``: predicted cells,
+    kept apart from measured ones.
+    """
+    over_runs = []
+    for runs in group_runs(results.records).values():
+        summary = rtf_over_runs(runs)
+        if summary is not None and summary.interval.runs > 1:
+            over_runs.append({"cell": runs[0].cell.to_dict(), **summary.to_dict()})
+    predicted = [{"model": model, "variant": variant or None, **p.to_dict()}
+                 for (model, variant), group in _by_model(results.records).items() for p in predict_cells(group)]
+    return {"rtf": over_runs, "predicted": predicted}
+

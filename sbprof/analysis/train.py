@@ -1,0 +1,103 @@
+"""A training profile's results analysed once: per cell, its figures, its breakdown's step statistics, FLOPs shares.
+
+:func:`train_figures` derives one record's figures (step times,
+throughput, compute), written beside it in ``results.json`` and read by
+:func:`analyse`, which gathers what the report shows into a
+:class:`TrainSummary`; the renderer (:mod:`sbprof.report.train`)
+only formats it. Pure: no torch, no clocks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional
+
+from sbprof.figures import cell_sort_key
+from sbprof.record import Measurement
+from sbprof.record.results import Results
+from sbprof.stats import Stats, summarise
+
+
+def train_figures(m: Measurement) -> Dict[str, Any]:
+    """Step time statistics, audio seconds trained per second, FLOPs per step, per audio second and per second.
+
+    Example
+    -------
+    >>> m = Measurement(label="train:ctc", wall_s=[1.0, 2.0, 3.0], extra={"audio_s_per_step": [4.0, 4.0, 4.0],
+    ...                 "flops": {"per_step": [10.0, 10.0, 10.0]}})
+    >>> f = train_figures(m)
+    >>> f["step_s_median"], f["audio_s_per_s"], f["flops_per_audio_s"], round(f["achieved_flops_per_s"], 3)
+    (2.0, 2.0, 2.5, 5.0)
+    """
+    if not m.ok or not m.wall_s:
+        return {}
+    stats = summarise(m.wall_s)
+    audio = m.extra.get("audio_s_per_step") or []
+    figures: Dict[str, Any] = {"step_s_median": stats.median, "step_s_q1": stats.q1, "step_s_q3": stats.q3,
+                               "steps": len(m.wall_s)}
+    if len(audio) == len(m.wall_s):
+        figures["audio_s_per_s"] = sum(audio) / sum(m.wall_s)
+    flops: Optional[list] = (m.extra.get("flops") or {}).get("per_step")
+    if flops and len(flops) == len(m.wall_s):
+        figures["flops_per_step"] = sum(flops) / len(flops)
+        figures["achieved_flops_per_s"] = sum(flops) / sum(m.wall_s)
+        if len(audio) == len(flops):
+            figures["flops_per_audio_s"] = sum(flops) / sum(audio)
+    return figures
+
+
+def breakdown_steps(breakdown: Optional[Dict[str, Any]]) -> Optional[Stats]:
+    """Statistics of a per-module breakdown's step times (ms), or ``None`` without one."""
+    samples = (breakdown or {}).get("step_ms_samples")
+    return summarise(samples) if samples else None
+
+
+@dataclass(frozen=True)
+class FlopsRow:
+    """One module's FLOPs per step (forward, backward), its share of the step's FLOPs and of its time."""
+
+    label: str
+    depth: int
+    forward: float
+    backward: float
+    flops_share: Optional[float]
+    time_share: float
+
+
+@dataclass(frozen=True)
+class TrainCell:
+    """One (variant, setting, run) of a training profile, with everything its section shows."""
+
+    record: Measurement
+    figures: Dict[str, Any]
+    steps: Optional[Stats]
+    detailed_steps: Optional[Stats]
+    flops: List[FlopsRow]
+
+
+@dataclass(frozen=True)
+class TrainSummary:
+    """Everything a training profile's report shows (see the module docstring)."""
+
+    rules: Dict[str, Any]
+    machine: Dict[str, Any]
+    cells: List[TrainCell]
+
+
+def _flops_rows(m: Measurement) -> List[FlopsRow]:
+    flops = m.extra.get("flops") or {}
+    per_module: Dict[str, List[float]] = flops.get("modules") or {}
+    breakdown = m.extra.get("modules") or {}
+    if not per_module or not breakdown:
+        return []
+    total = sum(flops["per_step"]) / len(flops["per_step"])
+    return [FlopsRow(r["label"], r["depth"], *per_module[r["label"]],
+                     flops_share=sum(per_module[r["label"]]) / total if total else None, time_share=r["share"])
+            for r in breakdown["rows"] if r["label"] in per_module]
+
+
+def analyse(results: Results) -> TrainSummary:
+    """The one analysis of a training profile's results (see the module docstring)."""
+    cells = [TrainCell(record=m, figures=train_figures(m), steps=breakdown_steps(m.extra.get("modules")),
+                       detailed_steps=breakdown_steps(m.extra.get("modules_detailed")), flops=_flops_rows(m))
+             for m in sorted(results.records, key=cell_sort_key)]
+    return TrainSummary(rules=dict(results.rules), machine=dict(results.machine), cells=cells)

@@ -1,0 +1,132 @@
+"""``sbprof JOB CONFIG.yaml [--key value ...]`` and ``sbprof JOB --render-only RESULTS``, for every registered job.
+
+One command line for every job (:mod:`sbprof.jobs.registry`): any
+``--key value`` overrides that key of the YAML file, SpeechBrain-style; the
+run options are the same everywhere (``--device cpu|cuda:N``,
+``--noprogressbar``, ``--retry_failed``). Exit codes, the same everywhere:
+0 done (a failed cell is a result), 1 the run could not go on (a full disk)
+or every cell it measured failed, 2 bad input (nothing measured, nothing
+written), 130 interrupted (finished records kept; the same command resumes).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING, Any, List
+
+from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, error, print_outputs
+from sbprof.jobs.preamble import FLAGS, VALUES
+from sbprof.jobs.registry import JobEntry, get_job
+
+if TYPE_CHECKING:
+    from sbprof.jobs.runner import Outcome
+
+
+def parser(entry: JobEntry, prog: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=prog, allow_abbrev=False, description=entry.help,
+        usage="%(prog)s CONFIG.yaml [--key value ...]\n       %(prog)s --render-only RESULTS",
+        epilog="Any other --key value overrides that key of the YAML file, SpeechBrain-style (nested mappings merged "
+               "key by key), e.g. --output_folder results/x --seed 3 --repeats '{runs: 2}'. Run options: "
+               "--device cpu|cuda:N (instead of the YAML's devices); --noprogressbar; --retry_failed (measure again "
+               "what ended OOM, in error or not installed). Exit codes: 0 done, 1 could not go on or every cell "
+               "failed, 2 bad input, 130 interrupted.")
+    p.add_argument("--render-only", metavar="RESULTS",
+                   help="re-render the reports from an existing results.json (or its folder) without measuring")
+    return p
+
+
+def load_config(entry: JobEntry, rest: List[str]) -> Any:
+    """The job's checked configuration from ``CONFIG.yaml [--key value ...]`` (ConfigError on bad input)."""
+    from sbprof.cli.overrides import parse_command_line
+
+    path, overrides, options = parse_command_line(rest, list(entry.load("schema")), FLAGS, VALUES)
+    return entry.load("config")(path, overrides, options)
+
+
+def main(name: str, argv: List[str], prog: str) -> int:
+    """Run the job ``name`` (see the module docstring); return the exit code."""
+    from sbprof.errors import ConfigError, SbprofError
+    from sbprof.results import FolderInUse
+
+    entry = get_job(name)
+    try:
+        if entry.command_line is None:
+            args, rest = parser(entry, prog).parse_known_args(argv)
+            if args.render_only:
+                return render_only(entry, args.render_only, rest)
+        cfg = entry.load("command_line")(argv, prog) if entry.command_line else load_config(entry, rest)
+    except ConfigError as exc:
+        error(str(exc))
+        return EXIT_CONFIG
+    except SystemExit as exc:  # argparse's --help (0) and its own usage errors (2): an exit code, not an exit
+        return int(exc.code or 0)
+    if isinstance(cfg, int):  # the command line answered by itself (--help, --render-only)
+        return cfg
+    from sbprof.jobs.runner import run_config
+
+    pre = cfg.preamble
+    for warning in pre.warnings:
+        print(f"warning: {warning}")
+    try:
+        outcome = run_config(entry, cfg)
+    except KeyboardInterrupt:
+        error(f"interrupted; finished records are kept in {pre.output_folder}; run the same command to resume")
+        return EXIT_INTERRUPTED
+    except (ConfigError, FolderInUse) as exc:
+        error(str(exc))
+        return EXIT_CONFIG
+    except (SbprofError, OSError) as exc:
+        error(str(exc))
+        return EXIT_FAILED
+    show = entry.load("show")
+    if show is not None:
+        show(cfg, outcome)
+    print(outcome.describe(entry.noun))
+    print_outputs({**outcome.outputs, "results": outcome.results})
+    if outcome.all_failed:
+        error(f"every {entry.noun} measured in this run failed; the first: {outcome.first_failure}")
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def render_only(entry: JobEntry, target: str, rest: List[str]) -> int:
+    """``--render-only RESULTS``: the reports again from a saved folder of this job, nothing measured."""
+    from sbprof.errors import ConfigError
+    from sbprof.jobs.render import render_only as render
+    from sbprof.results import StorageError
+
+    if rest:
+        error(f"--render-only takes no other arguments, got {' '.join(rest)}")
+        return EXIT_CONFIG
+    try:
+        outputs = render(target, job=entry.name)
+    except ConfigError as exc:
+        error(str(exc))
+        return EXIT_CONFIG
+    except StorageError as exc:
+        error(str(exc))
+        return EXIT_FAILED
+    print_outputs(outputs)
+    return EXIT_OK
+
+
+def show_report(cfg: Any, outcome: "Outcome") -> None:
+    """Print the job's ``report.md`` (jobs whose report is short enough to read in a terminal)."""
+    report = outcome.outputs.get("report")
+    if report is not None and report.is_file():
+        print(report.read_text())
+
+
+def run_recipe(script: str, job: str, prog: str) -> int:
+    """Run a recipe script (``recipes/<name>.py``): the job ``job`` with the script's arguments.
+
+    The recipes folder holds ``profile.py``, which would shadow the standard
+    library's ``profile`` module (``cProfile`` imports it, and torch's compiler
+    stack imports ``cProfile``) for every script run from that folder; the
+    folder is taken off ``sys.path`` first.
+    """
+    folder = os.path.realpath(os.path.dirname(script))
+    sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != folder]
+    return main(job, sys.argv[1:], prog=prog)

@@ -1,0 +1,246 @@
+"""What a job's plan hands the runner: worker batches and ready records, and the interleaved passes over runs.
+
+A job's plan (``plan(cfg)`` in its package) says *what* to measure; the
+runner (:mod:`sbprof.jobs.runner`) does the rest. The plan yields steps:
+
+- a :class:`Batch`: items (each one cell, one record) that one fresh worker
+  process measures; the runner drops the items whose record is already
+  stored, so resuming needs nothing from the plan;
+- :class:`Records`: records made without measuring (a cell skipped by a rule,
+  a backend not installed, figures attached afterwards).
+
+Between two steps the runner has saved every record, so a plan reads the
+store (:class:`StoreView`) to decide what comes next: another run of a cell
+whose interval is still wide, a corner cell predicted to fit.
+:func:`interleaved_passes` is that loop for every job: pass ``r`` measures run
+``r`` of each cell that needs one, group after group, cells in a new order
+each pass, so slow drift of the machine spreads over cells instead of
+biasing some.
+"""
+from __future__ import annotations
+
+import itertools
+import random
+import statistics
+import sys
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Protocol, Sequence, Union
+
+from sbprof.analysis.intervals import RepeatPolicy
+from sbprof.record import Cell, Measurement
+from sbprof.record.results import Results
+
+FAILED = ("oom", "error")
+
+
+@dataclass
+class Item:
+    """One cell for a worker: its coordinates, its label and what the worker needs for it (JSON)."""
+
+    cell: Cell
+    label: str
+    payload: Dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"cell": self.cell.to_dict(), "label": self.label, **self.payload}
+
+
+@dataclass
+class Batch:
+    """Items one fresh worker process measures (``python -m module``), and what becomes of its answers.
+
+    Arguments
+    ---------
+    name : str
+        Names the worker in messages and logs (``measure worker for cpu-1threads``).
+    module : str
+        The worker module (see :mod:`sbprof.workers.cells`).
+    payload : dict
+        What every item shares (the config, the setting...); JSON.
+    items : list of Item
+    log : str
+        The worker's log file name, under the output folder's ``logs/``.
+    env : dict
+        Environment variables for the worker (thread pools are sized from them).
+    python : str
+        The interpreter (a backend may need another one).
+    store : str
+        ``records`` (default), ``calibration`` (noise-floor records, kept apart)
+        or ``extra`` (figures added to the stored record of each item's cell).
+    resumable : bool
+        Items whose cell is already stored are dropped before the worker starts.
+    """
+
+    name: str
+    module: str
+    payload: Dict[str, Any]
+    items: List[Item]
+    log: str
+    env: Dict[str, str] = field(default_factory=dict)
+    python: str = sys.executable
+    store: str = "records"
+    resumable: bool = True
+
+
+@dataclass
+class Records:
+    """Records made without a worker (``replace``: they may overwrite stored ones); ``notes``: lines for the run."""
+
+    records: List[Measurement]
+    replace: bool = False
+    notes: List[str] = field(default_factory=list)
+
+
+Step = Union[Batch, Records]
+
+
+class StoreView(Protocol):
+    """What a plan may read of the results while it runs (the runner's store, read-only)."""
+
+    retry_failed: bool
+
+    def get(self, cell: Cell) -> Optional[Measurement]: ...
+
+    def records(self) -> List[Measurement]: ...
+
+    def calibration(self) -> List[Measurement]: ...
+
+    def retried(self, cell: Cell) -> bool: ...
+
+
+class Plan(Protocol):
+    """A job's plan (see the module docstring); :class:`JobPlan` is the base of every job's."""
+
+    def header(self) -> Results:
+        """What every record of the run is measured under: job, rules, models (with fingerprints), machine."""
+
+    def expected(self) -> int:
+        """How many records a complete run holds (the progress bar's first total; it may grow)."""
+
+    def steps(self, view: StoreView) -> Iterator[Step]:
+        """The work, step by step (see the module docstring)."""
+
+
+def repeat_policy(repeats: Any) -> RepeatPolicy:
+    """The :class:`~sbprof.analysis.intervals.RepeatPolicy` of a config's ``repeats``."""
+    if repeats.adaptive:
+        return RepeatPolicy(target_rel=repeats.target, min_runs=repeats.min_runs, max_runs=repeats.max_runs,
+                            confidence=repeats.confidence)
+    return RepeatPolicy.fixed(repeats.runs, confidence=repeats.confidence)
+
+
+class JobPlan:
+    """The base of a job's plan: its config and shared preamble, and the header of its results.
+
+    A job names itself (``job``, the ``job`` of its ``results.json``) and its
+    worker module (``worker``); it adds ``header``, ``expected`` and ``steps``.
+    """
+
+    job = ""
+    worker = ""
+
+    def __init__(self, cfg: Any):
+        self.cfg = cfg
+        self.pre = cfg.preamble
+
+    def results(self, rules: Dict[str, Any], models: Dict[str, Dict[str, Any]]) -> Results:
+        """What a run measures under: this job, its rules and models, and this machine (hardware, libraries)."""
+        from sbprof.env import collect_env
+        from sbprof.record.results import MACHINE_KEYS
+
+        env = collect_env()
+        return Results(job=self.job, rules=rules, models=models, machine={k: getattr(env, k) for k in MACHINE_KEYS})
+
+
+def needs_measuring(view: StoreView, cell: Cell) -> bool:
+    """Whether a cell the plan wants measured still needs it.
+
+    Yes when nothing is stored, or only a placeholder (a cell a rule skipped
+    before: the plan wants it now); a failure (or a record marked
+    ``retryable``, e.g. a backend not installed) only with ``--retry_failed``,
+    and once per invocation.
+    """
+    stored = view.get(cell)
+    if stored is None:
+        return True
+    if view.retried(cell):
+        return False
+    if stored.status in FAILED or stored.extra.get("retryable"):
+        return view.retry_failed
+    return stored.status == "skipped"
+
+
+def run_figure(m: Measurement) -> float:
+    """The figure a run is judged by for repeats: its median measured call (a cell's RTF is this / its audio)."""
+    return statistics.median(m.wall_s)
+
+
+def next_run(view: StoreView, cell: Cell, policy: RepeatPolicy) -> Optional[Cell]:
+    """The next run of ``cell`` to measure (its coordinates), or ``None`` when it has enough runs.
+
+    Run 0 when nothing is stored (or a failure is retried); a cell whose
+    first run failed is not repeated; otherwise the policy decides from the
+    figures of the runs stored so far.
+    """
+    base = replace(cell, run=0)
+    if needs_measuring(view, base):
+        return base
+    if not view.get(base).ok:
+        return None
+    runs: List[Measurement] = []
+    while True:
+        m = view.get(replace(cell, run=len(runs)))
+        if m is None or not m.ok or not m.wall_s:
+            break
+        runs.append(m)
+    if not policy.decide([run_figure(m) for m in runs]).add_run:
+        return None
+    return replace(cell, run=len(runs))
+
+
+@dataclass
+class Group:
+    """Cells that one worker process measures together (a setting, a variant, a backend)."""
+
+    cells: List[Cell]
+    batch: Callable[[List[Cell]], Batch]
+
+
+def interleaved_passes(view: StoreView, groups: Callable[[], Sequence[Group]], policy: RepeatPolicy, seed: int,
+                       after_batch: Optional[Callable[[Batch], Iterable[Step]]] = None,
+                       after_pass: Optional[Callable[[int], Iterable[Step]]] = None) -> Iterator[Step]:
+    """Pass after pass, one more run of every cell that needs one (see the module docstring).
+
+    ``groups`` is called at each pass (a plan may add cells between passes);
+    ``after_batch`` and ``after_pass`` may add steps (a profiled pass, records).
+    """
+    for pass_index in itertools.count():
+        did = False
+        for group in groups():
+            wanted = [c for c in (next_run(view, cell, policy) for cell in group.cells) if c is not None]
+            if not wanted:
+                continue
+            random.Random(seed + pass_index).shuffle(wanted)  # a new order each pass
+            batch = group.batch(wanted)
+            yield batch
+            did = True
+            if after_batch is not None:
+                yield from after_batch(batch)
+        if after_pass is not None:
+            extra = list(after_pass(pass_index))
+            if extra:
+                yield from extra
+                continue  # the pass added work: look again
+        if not did:
+            return
+
+
+def worker_env(threads: int, **more: str) -> Dict[str, str]:
+    """Thread pools of native libraries are sized from these when they load, before torch sets its own."""
+    return {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), **more}
+
+
+def log_name(*parts: Any) -> str:
+    """A worker log's file name from its parts, filesystem-safe (``worker-cpu-1threads.log``)."""
+    text = "-".join(str(p) for p in parts if p not in (None, ""))
+    return "worker-" + "".join(c if c.isalnum() or c in "._-" else "_" for c in text) + ".log"

@@ -1,0 +1,323 @@
+"""The one runner: every job's plan measured the same way, in its locked output folder.
+
+For any job (:mod:`sbprof.jobs.registry`), :func:`run_job`:
+
+- makes and locks the output folder (one run per folder; the kernel drops
+  the lock on any exit, kill -9 included) and holds a few MiB of its disk
+  back, so the record just measured is still saved when the disk fills;
+- opens ``results.json`` (:class:`~sbprof.results.ResultStore`: the job's
+  name and format version, written atomically after every record, refused
+  when it was measured under other rules or on another machine);
+- executes the plan's steps (:mod:`sbprof.jobs.plan`): drops the items already
+  stored (resume; ``--retry_failed`` measures failures again, once), runs
+  each batch in a fresh worker process (:class:`~sbprof.workers.supervisor.Supervisor`:
+  a crash, the OOM killer or a hang becomes the item's ``error`` record and a
+  fresh worker takes the rest), and saves each record as it comes;
+- shows a progress bar with ETA, turns SIGTERM into Ctrl-C, and renders the
+  reports after each batch and when it stops (``render``), so an interrupted
+  run still leaves tables of what was measured.
+
+Measuring code never renders: the caller passes ``render`` (analysis, then
+the job's renderers).
+"""
+from __future__ import annotations
+
+import shutil
+import signal
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple, Union
+
+from tqdm import tqdm
+
+from sbprof.errors import ConfigError, MeasurementError
+from sbprof.jobs.plan import Batch, Item, Plan, Records, needs_measuring
+from sbprof.record import Cell, Measurement
+from sbprof.results import RESULTS_FILE, FolderLock, ResultStore, Results, prepare_output_folder
+from sbprof.workers.supervisor import Supervisor, WorkerJob
+
+LOG_DIR = "logs"
+Render = Callable[[Results], Dict[str, Path]]
+
+
+@dataclass
+class Outcome:
+    """What one invocation did: records made now (ok or failed), the cells they belong to (a cell's runs count once),
+    the records kept from before, and where everything is."""
+
+    folder: Path
+    results: Path
+    measured: int = 0
+    failed: int = 0
+    cells: Set[Tuple[Any, ...]] = field(default_factory=set)
+    resumed: int = 0
+    any_ok: bool = False
+    notes: List[str] = field(default_factory=list)
+    outputs: Dict[str, Path] = field(default_factory=dict)
+    first_failure: str = ""
+
+    def describe(self, noun: str) -> str:
+        """``measured 3 cell(s) in 6 runs (0 failed), 2 already done``."""
+        runs = self.measured + self.failed
+        more = f" in {runs} runs" if runs > len(self.cells) else ""
+        return (f"measured {len(self.cells)} {noun}(s){more} ({self.failed} failed), {self.resumed} already done")
+
+    @property
+    def all_failed(self) -> bool:
+        """Something failed now, and the results file holds no successful record at all."""
+        return self.failed > 0 and not self.any_ok
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """A polite kill (SIGTERM) stops the run like Ctrl-C: workers stopped, finished results kept.
+
+    Python lets only the main thread install handlers; elsewhere nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class View:
+    """The store as a plan sees it (read-only), with the cells retried in this invocation."""
+
+    def __init__(self, store: ResultStore, retry_failed: bool):
+        self.store = store
+        self.retry_failed = retry_failed
+        self.measured: Set[Tuple[Any, ...]] = set()  # cells measured (or retried) in this invocation
+
+    def get(self, cell: Cell) -> Optional[Measurement]:
+        return self.store.get(cell)
+
+    def records(self) -> List[Measurement]:
+        return self.store.records()
+
+    def calibration(self) -> List[Measurement]:
+        return list(self.store.results.calibration)
+
+    def retried(self, cell: Cell) -> bool:
+        return cell.key() in self.measured
+
+    def mark(self, cell: Cell) -> None:
+        self.measured.add(cell.key())
+
+
+class _Run:
+    """One invocation's state: the store, its view, the bar and the outcome."""
+
+    def __init__(self, plan: Plan, store: ResultStore, outcome: Outcome, retry_failed: bool, progress_bar: bool,
+                 timeout_s: Optional[float], log: Callable[[str], None]):
+        self.plan = plan
+        self.store = store
+        self.view = View(store, retry_failed)
+        self.outcome = outcome
+        self.timeout_s = timeout_s
+        self.log = log
+        already = len(store.records())
+        self.bar = tqdm(total=max(1, plan.expected() - already), disable=not progress_bar, dynamic_ncols=True,
+                        bar_format="{desc}{n_fmt}/{total_fmt} records|{bar}| [{elapsed}<{remaining}]{postfix}")
+
+    def made(self, m: Measurement) -> None:
+        """A record measured (or failed) in this invocation."""
+        self.view.mark(m.cell)
+        self.outcome.cells.add(m.cell.key()[:7] + m.cell.key()[8:])  # every coordinate but the run
+        if m.ok:
+            self.outcome.measured += 1
+        elif m.status in ("oom", "error"):
+            self.outcome.failed += 1
+            self.outcome.first_failure = self.outcome.first_failure or f"{m.label}: {m.message}"
+        if self.bar.n + 1 > self.bar.total:
+            self.bar.total = self.bar.n + 1
+        self.bar.set_postfix_str(f"last: {m.label} {m.status}", refresh=False)
+        self.bar.update(1)
+
+    def records(self, step: Records) -> bool:
+        for note in step.notes:
+            self.note(note)
+        fresh = [m for m in step.records if step.replace or self.store.get(m.cell) is None]
+        if fresh:
+            self.store.add_many(fresh)
+        return bool(fresh)
+
+    def batch(self, batch: Batch) -> bool:
+        """Run ``batch``'s missing items in worker processes; True when a record was stored."""
+        items = [i for i in batch.items if not batch.resumable or needs_measuring(self.view, i.cell)]
+        if not items:
+            return False
+        done: Set[int] = set()
+        calibration: List[Measurement] = []
+        setup: Dict[str, Any] = {}  # what the worker's setup found (e.g. a check), kept in the records of crashes
+
+        def keep(index: int, m: Measurement) -> None:
+            done.add(index)
+            if batch.store == "calibration":
+                calibration.append(m)
+                return
+            self.store.add(m)
+            if batch.store == "records":
+                self.made(m)
+
+        def on_result(index: int, payload: Dict[str, Any]) -> None:
+            keep(index, self._record(batch, items[index], payload))
+
+        def on_crash(index: int, message: str) -> None:
+            keep(index, self._failed(batch, items[index], message, setup))
+
+        def on_loaded(event: Dict[str, Any]) -> None:
+            setup.clear()
+            setup.update(event.get("extra") or {})
+
+        job = WorkerJob(module=batch.module, payload={**batch.payload, "items": [i.to_dict() for i in items]},
+                        n_items=len(items), name=batch.name, log_path=self.store.path.parent / LOG_DIR / batch.log,
+                        python=batch.python, env=batch.env)
+        try:
+            Supervisor(job, on_result, on_crash, on_loaded, timeout_s=self.timeout_s, on_note=self.note).run()
+        except MeasurementError as exc:
+            # This worker cannot do its items (a model that does not load, an interpreter that does not start):
+            # each remaining item is an error record, and the run goes on with the other batches.
+            for index in range(len(items)):
+                if index not in done:
+                    keep(index, self._failed(batch, items[index], str(exc), setup))
+        if calibration:
+            self.store.add_calibration(calibration)
+        return batch.store != "calibration"
+
+    def _record(self, batch: Batch, item: Item, payload: Dict[str, Any]) -> Measurement:
+        if batch.store == "extra":
+            stored = self.store.get(item.cell)
+            return Measurement.from_dict({**stored.to_dict(), "extra": {**stored.extra, **payload}})
+        return Measurement.from_dict(payload)
+
+    def _failed(self, batch: Batch, item: Item, message: str, setup: Dict[str, Any]) -> Measurement:
+        if batch.store == "extra":  # the timing stands; only the added figures are missing
+            return self._record(batch, item, {"extra_error": message})
+        from sbprof.env import collect_env
+
+        return Measurement(label=item.label, cell=item.cell, status="error", message=message,
+                           settings=dict(item.payload.get("settings", {})), env=collect_env(), extra=dict(setup))
+
+    def note(self, message: str) -> None:
+        """Something the run did on its own (a worker replaced): a line now, and kept in results.json."""
+        self.outcome.notes.append(message)
+        self.log(f"note: {message}")
+        self.store.add_note(message)
+
+
+def run_job(plan: Plan, output_folder: str, *, retry_failed: bool = False, progress_bar: bool = True,
+            timeout_s: Optional[float] = None, render: Optional[Render] = None,
+            derive: Optional[Callable[[Measurement], Dict[str, Any]]] = None,
+            summarise: Optional[Callable[[Results], Dict[str, Any]]] = None,
+            log: Callable[[str], None] = print) -> Outcome:
+    """Measure every missing record of ``plan`` into ``output_folder`` (see the module docstring).
+
+    Arguments
+    ---------
+    plan : Plan
+        The job's plan for a validated configuration.
+    output_folder : str
+        Made if needed and locked for the run.
+    retry_failed : bool
+        Measure again the records that ended OOM, in error, or "not installed".
+    progress_bar, timeout_s
+        Show a bar; stop a worker whose item gives no result within ``timeout_s`` (recorded as hung).
+    render : callable, optional
+        ``render(results) -> {name: path}``: called after each batch and when the run stops.
+    derive, summarise : callable, optional
+        Figures written beside each record and in a ``summary`` block of ``results.json``.
+    log : callable
+        Receives one line per notable event.
+
+    Raises
+    ------
+    ConfigError
+        Bad input found now (a folder that cannot hold results, a file measured under other rules).
+    FolderInUse, StorageError, KeyboardInterrupt
+        Another run holds the folder; a write failed (finished records kept); Ctrl-C or SIGTERM.
+    """
+    created = not Path(output_folder).exists()
+    folder = prepare_output_folder(output_folder)
+    try:
+        return _run_locked(plan, folder, retry_failed, progress_bar, timeout_s, render, derive, summarise, log)
+    except ConfigError:
+        # Bad input found only once running (e.g. by the model's worker): a folder this run made and
+        # that holds no result goes, so bad input leaves nothing behind.
+        if created and not (folder / RESULTS_FILE).exists():
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+
+
+def _run_locked(plan: Plan, folder: Path, retry_failed: bool, progress_bar: bool, timeout_s: Optional[float],
+                render: Optional[Render], derive: Optional[Callable[[Measurement], Dict[str, Any]]],
+                summarise: Optional[Callable[[Results], Dict[str, Any]]], log: Callable[[str], None]) -> Outcome:
+    with sigterm_interrupts(), FolderLock(folder):
+        store = ResultStore(folder, plan.header(), derive=derive, summarise=summarise)
+        # Placeholders (cells a rule skipped) are not results kept from before.
+        before = {m.cell.key() for m in store.records() if m.status != "skipped" or m.extra.get("retryable")}
+        outcome = Outcome(folder=folder, results=store.path)
+        store.reserve.require()
+        if before:
+            log(f"resuming: {len(before)} record(s) already in {store.path}")
+        run = _Run(plan, store, outcome, retry_failed, progress_bar, timeout_s, log)
+        changed = False
+        try:
+            for step in plan.steps(run.view):
+                stored = run.records(step) if isinstance(step, Records) else run.batch(step)
+                changed = changed or stored
+                if render is not None and stored and isinstance(step, Batch):
+                    outcome.outputs.update(render(store.snapshot()))
+                    changed = False
+        finally:
+            run.bar.close()
+            store.reserve.release()
+            # Also after an interruption: the tables show what was measured so far.
+            if render is not None and store.records() and (changed or not outcome.outputs):
+                outcome.outputs.update(render(store.snapshot()))
+        outcome.any_ok = any(m.ok for m in store.records())
+        outcome.resumed = len(before - run.view.measured)
+        return outcome
+
+
+def run_config(entry: Any, cfg: Any, log: Callable[[str], None] = print) -> Outcome:
+    """Run a registered job (a :class:`~sbprof.jobs.registry.JobEntry`) on its checked configuration, with its
+    analysis and renderers after each batch: what ``sbprof JOB CONFIG.yaml`` does, for library callers."""
+    from sbprof.jobs.render import reports
+
+    pre = cfg.preamble
+    return run_job(entry.load("plan")(cfg), pre.output_folder, retry_failed=pre.retry_failed,
+                   progress_bar=pre.progress_bar, timeout_s=pre.timeout_s,
+                   render=lambda results: reports(entry, results, pre.output_folder), derive=entry.load("derive"),
+                   summarise=entry.load("summarise"), log=log)
+
+
+def run(job: str, config: Union[str, Path], overrides: Optional[Dict[str, Any]] = None,
+        log: Callable[[str], None] = print, **run_options: Any) -> Outcome:
+    """Run the registered job ``job`` on a YAML configuration: ``sbprof JOB CONFIG.yaml`` from Python.
+
+    ``overrides`` replace keys of the file (nested mappings merged), ``run_options`` are the command line's
+    (``device``, ``noprogressbar``, ``retry_failed``).
+
+    Example
+    -------
+    >>> run("profile", "no_such.yaml")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    sbprof.errors.ConfigError: no_such.yaml: no such configuration file
+    """
+    from sbprof.jobs.registry import get_job
+
+    entry = get_job(job)
+    if entry.command_line is not None:
+        raise ConfigError(f"'sbprof {job}' takes a command line, not a YAML file: use the sbprof command")
+    return run_config(entry, entry.load("config")(config, overrides, run_options), log=log)

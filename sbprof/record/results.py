@@ -1,0 +1,116 @@
+"""The content of one results file: the job, its rules, models and machine, and every record.
+
+A plain dataclass, read and written as JSON by :mod:`sbprof.results.store`
+(atomic files, resume rules) and read by the analysis: what every job's
+runner writes and every summary is computed from.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
+
+from sbprof.errors import ConfigError
+from sbprof.record.measurement import Measurement
+from sbprof.record.migrate import FORMAT, MACHINE_KEYS, migrate_results
+
+VERSION = 3
+"""The results format this sbprof writes (and the newest it reads)."""
+
+__all__ = ["MACHINE_KEYS", "Machine", "Results", "VERSION", "differences"]
+
+
+@dataclass
+class Results:
+    """The content of one results file.
+
+    ``notes`` keeps what the run did on its own (a worker replaced after it
+    died between cells), one line each.
+
+    Example
+    -------
+    >>> r = Results(job="profile", rules={"warmup": 1})
+    >>> Results.from_dict(r.to_dict(), "r.json") == r
+    True
+    """
+
+    job: str
+    rules: Dict[str, Any] = field(default_factory=dict)
+    models: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    machine: Dict[str, Any] = field(default_factory=dict)
+    records: List[Measurement] = field(default_factory=list)
+    calibration: List[Measurement] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+
+    def to_dict(self, derive: Optional[Callable[[Measurement], Dict[str, Any]]] = None,
+                summarise: Optional[Callable[["Results"], Dict[str, Any]]] = None) -> dict:
+        records = []
+        for m in self.records:
+            d = m.to_dict()
+            if derive is not None:
+                d["derived"] = derive(m)
+            records.append(d)
+        out = {"format": FORMAT, "version": VERSION, "job": self.job, "rules": self.rules, "models": self.models,
+               "machine": self.machine, "notes": self.notes, "calibration": [m.to_dict() for m in self.calibration],
+               "records": records}
+        if summarise is not None:
+            out["summary"] = summarise(self)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str) -> "Results":
+        """Read (and migrate) a results file's content; one :class:`ConfigError` naming what is wrong."""
+        data = migrate_results(data, where, VERSION)
+        records = data.get("records")
+        if not isinstance(records, list):
+            raise ConfigError(f"{where}: 'records' must be a list of records, got {type(records).__name__}")
+        calibration = data.get("calibration", [])
+        if not isinstance(calibration, list):
+            raise ConfigError(f"{where}: 'calibration' must be a list of records")
+        for name in ("rules", "models", "machine"):
+            if not isinstance(data.get(name, {}), dict):
+                raise ConfigError(f"{where}: {name!r} must be a mapping")
+        notes = data.get("notes", [])
+        if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
+            raise ConfigError(f"{where}: 'notes' must be a list of lines")
+        job = data.get("job")
+        if not isinstance(job, str) or not job:
+            raise ConfigError(f"{where}: 'job' must name the job that wrote the file, got {job!r}")
+        return cls(job=job, rules=data.get("rules", {}), models=data.get("models", {}),
+                   machine=data.get("machine", {}), records=_records(records, where, "record"),
+                   calibration=_records(calibration, where, "calibration record"), notes=list(notes))
+
+
+def _records(items: List[Any], where: str, what: str) -> List[Measurement]:
+    parsed = []
+    for i, d in enumerate(items):
+        if isinstance(d, dict):
+            d = {k: v for k, v in d.items() if k != "derived"}  # derived figures are never read back as data
+        try:
+            parsed.append(Measurement.from_dict(d))
+        except ConfigError as exc:
+            label = d.get("label") if isinstance(d, dict) else None
+            name = f"{what} {i}" + (f" ({label!r})" if isinstance(label, str) else "")
+            raise ConfigError(f"{where}: {name}: {exc}") from None
+    return parsed
+
+
+@dataclass(frozen=True)
+class Machine:
+    """One machine's results (or one rank's) in a merged report: its label there and where they were read."""
+
+    label: str
+    source: Path
+    results: Results
+
+
+def differences(stored: Mapping[str, Any], now: Mapping[str, Any], keys: Optional[Iterable[str]] = None) -> List[str]:
+    """``key: X there, Y now`` for each key whose value differs (keys missing on one side are not compared).
+
+    Example
+    -------
+    >>> differences({"torch": "2.13", "cpu": "A"}, {"torch": "2.14", "cpu": "A", "gpu": None})
+    ["torch: '2.13' there, '2.14' now"]
+    """
+    keys = sorted(set(stored) & set(now)) if keys is None else keys
+    return [f"{k}: {stored.get(k)!r} there, {now.get(k)!r} now" for k in keys if stored.get(k) != now.get(k)]

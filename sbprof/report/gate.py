@@ -1,0 +1,37 @@
+"""The regression gate's verdicts as a table, a summary line and notes (formats a gate report; never judges)."""
+from __future__ import annotations
+
+from typing import Dict
+
+from sbprof.analysis.gate import GATE_METRICS, RUN_LEVEL, GateReport
+from sbprof.report.format import table
+
+
+def render_gate(report: GateReport) -> str:
+    """The gate's verdicts as a table, a summary line and notes (plain text that is also markdown)."""
+    rows = []
+    for r in report.rows:
+        v = r.verdict
+        change = f"{v.ratio:.3f} [{v.low:.3f}, {v.high:.3f}]" if v else "n/a"
+        how = "run-level" if r.method == RUN_LEVEL else "WITHIN-RUN"
+        rows.append([r.cell, r.status, change, f"{r.baseline_runs} / {r.candidate_runs}", how,
+                     (v.reason if v else "") + (f"; {r.note}" if r.note and (not v or r.method != RUN_LEVEL) else "")])
+    counts: Dict[str, int] = {}
+    for r in report.rows:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    lines = [f"sbprof compare: {report.metric} ({GATE_METRICS[report.metric]}), each run's {report.statistic}; "
+             f"regressed = more than {100 * report.threshold:g}% worse with the {100 * report.confidence:g}% "
+             "interval excluding no change",
+             "", table(rows, ["cell", "verdict", "new / baseline [interval]", "runs base / new", "how", "why"]), "",
+             ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))]
+    if any(r.method != RUN_LEVEL for r in report.rows):
+        lines.append("WITHIN-RUN rows treat every call as a sample: between-process noise (~10% here) is unseen, "
+                     "so they flag unchanged code far more often than the stated level.")
+    if report.unjudged:
+        lines.append(f"{len(report.unjudged)} cell(s) not judged: measure at least 4 fresh-process runs a side "
+                     "(runs: 4 in a comparison), or pass --within-run for a labelled within-run comparison.")
+    for title, items in (("only in the baseline", report.only_baseline), ("only in the new run", report.only_candidate),
+                         ("differences between the two", report.environment_notes)):
+        if items:
+            lines.append(f"{title}: {'; '.join(items)}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,110 @@
+"""The merged report of several machines: their environments, then their figures side by side (formats a summary).
+
+Each figure comes from one machine's records only (:mod:`sbprof.analysis.machines`):
+a comparison's latency per point with machines as columns, its growth
+exponents, and one plot with a line per (machine, setting, variant); a
+sweep's RTF per grid cell with (machine, setting) as columns.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict, List, Optional, Union
+
+from sbprof.analysis.machines import GridRtf, MachinesSummary
+from sbprof.analysis.series import VARIED
+from sbprof.report.comparison import exponent_text, latency_text, x_text
+from sbprof.report.format import plural, sig3, status_text, table
+from sbprof.report.plot import PLOT_DIR, Line, latency_figure, without_fit, write_png
+from sbprof.results.files import atomic_write_text
+from sbprof.stats import METRICS
+
+REPORT_FILE = "report.md"
+LINE_STYLES = ["-", "--", ":", "-."]
+
+
+def environment_text(machine: Dict) -> str:
+    """``CPU (N logical cores); GPU; torch ...`` from a results file's machine block."""
+    gpu = f"{machine.get('gpu')} (CUDA {machine.get('cuda')})" if machine.get("gpu") else "no GPU"
+    return (f"{machine.get('cpu', '?')} ({machine.get('cpu_count', '?')} logical cores); {gpu}; torch "
+            f"{machine.get('torch', '?')}, speechbrain {machine.get('speechbrain', '?')}, Python "
+            f"{machine.get('python', '?')}")
+
+
+def _column(label: str, device: str, threads: int, columns: int) -> str:
+    return label if columns == 1 else f"{label}: {device}, {plural(threads, 'thread')}"
+
+
+def _compare_sections(summary: MachinesSummary) -> List[str]:
+    columns = summary.compare
+    labels = [_column(c.label, c.device, c.threads, len({(d.device, d.threads) for d in columns}))
+              for c in columns]
+    per_column = [{s.variant: s for s in c.series} for c in columns]
+    variants = list(dict.fromkeys(v for series in per_column for v in series))
+    vary = summary.vary
+    rows, laws = [], []
+    for v in variants:
+        for x in sorted({p.x for series in per_column if v in series for p in series[v].points}):
+            row = [v, x_text(x, vary)]
+            for series in per_column:
+                point = next((p for p in series[v].points if p.x == x), None) if v in series else None
+                row.append(latency_text(point) if point else "not measured")
+            rows.append(row)
+        laws.append([v] + [exponent_text(series[v]) if v in series else "n/a" for series in per_column])
+    return ["", "## Latency per point (ms), machines as columns", "",
+            "Each figure from its own machine's records only: median over runs of each run's median "
+            "[first, third quartile of all calls].", "", table(rows, ["variant", VARIED.get(vary, vary)] + labels),
+            "", "## Growth exponent b per machine (95% interval)", "", table(laws, ["variant"] + labels)]
+
+
+def _rtf_text(cell: Optional[GridRtf]) -> str:
+    if cell is None:
+        return "not measured"
+    if cell.median is None:
+        return status_text(cell.failed) or "n/a"
+    return f"{sig3(cell.median)} [{sig3(cell.pooled.q1)}, {sig3(cell.pooled.q3)}]"
+
+
+def _sweep_sections(summary: MachinesSummary) -> List[str]:
+    lines = []
+    for model in summary.sweeps:
+        headers = ["audio x batch"] + [f"{label}: {d}, {plural(t, 'thread')}" for label, d, t in model.columns]
+        rows = [[f"{a:g} s x {b}"] + [_rtf_text(c) for c in cells] for (a, b), cells in model.rows.items()]
+        lines += ["", f"## {model.model}: RTF, machines and settings as columns", "",
+                  f"RTF = {METRICS['rtf'].definition}; median over runs of each run's median [first, third quartile "
+                  "of all batches], each from its own machine's records only.", "", table(rows, headers)]
+    return lines
+
+
+def render_merged(summary: MachinesSummary, plots: Optional[Dict[str, str]] = None,
+                  title: str = "sbprof results of several machines") -> str:
+    """Markdown of several machines' results side by side."""
+    lines = [f"# {title}", "", "## Machines", "",
+             table([[m.label, environment_text(m.results.machine), f"`{m.source}`"] for m in summary.machines],
+                   ["machine", "environment", "results"])]
+    lines += _compare_sections(summary) if summary.job == "compare-models" else _sweep_sections(summary)
+    for name, path in (plots or {}).items():
+        lines += ["", f"![{name}]({path})"]
+    return "\n".join(lines) + "\n"
+
+
+def machines_lines(summary: MachinesSummary) -> List[Line]:
+    """One line per (machine, setting, variant): a colour per variant, a line style per machine and setting."""
+    columns = [c for c in summary.compare if any(s.points for s in c.series)]
+    variants = sorted({s.variant for c in columns for s in c.series if s.points})
+    several = len({(c.device, c.threads) for c in columns}) > 1
+    return [Line(f"{_column(c.label, c.device, c.threads, 2 if several else 1)}: {s.variant}", without_fit(s),
+                 f"C{variants.index(s.variant) % 10}", LINE_STYLES[i % len(LINE_STYLES)])
+            for i, c in enumerate(columns) for s in c.series if s.points]
+
+
+def write_merged_report(summary: MachinesSummary, folder: Union[str, Path]) -> Dict[str, Path]:
+    """Write ``report.md`` (and, for comparisons, a latency plot of every machine) into ``folder``."""
+    folder = Path(folder)
+    plots: Dict[str, Path] = {}
+    lines = machines_lines(summary) if summary.job == "compare-models" else []
+    if lines:
+        figure = latency_figure(lines, summary.vary, title="Latency per machine")
+        plots["machines latency"] = write_png(figure, folder / PLOT_DIR / "machines-latency.png")
+    path = folder / REPORT_FILE
+    atomic_write_text(path, render_merged(summary, {n: str(p.relative_to(folder)) for n, p in plots.items()}))
+    return {"report": path, **{f"{n} plot": p for n, p in plots.items()}}

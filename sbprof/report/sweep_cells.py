@@ -1,0 +1,98 @@
+"""What one sweep cell shows in a markdown table: its runs summarised, or its prediction, or its status.
+
+Each function formats a :class:`~sbprof.analysis.sweep.SweepCell` (figures
+already computed); skipped and out-of-memory cells may carry a prediction,
+always marked ``(pred)``.
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict, Optional, Sequence
+
+from tabulate import tabulate
+
+from sbprof.analysis.sweep import GridKey, SweepCell
+from sbprof.report.format import MESSAGE_CHARS, bytes_in, sig3, status_text
+
+Render = Callable[[SweepCell], str]
+
+
+def grid_table(cells: Dict[GridKey, SweepCell], audio_secs: Sequence[float], batch_sizes: Sequence[int],
+               render: Render, predicted: Optional[Callable[[GridKey, SweepCell], Optional[str]]] = None) -> str:
+    """One github-format table: rows audio lengths, columns batch sizes; a cell renders its summary.
+
+    Example
+    -------
+    >>> from sbprof.record import Cell, Measurement
+    >>> m = Measurement(label="c", status="skipped", cell=Cell(audio_s=1, batch_size=2))
+    >>> print(grid_table({(1, 2): SweepCell(rep=m, runs=0)}, [1], [1, 2], render=str))
+    | audio \\ batch   | 1            | 2       |
+    |-----------------|--------------|---------|
+    | 1 s             | not measured | skipped |
+    """
+    rows = []
+    for a in audio_secs:
+        row = [f"{a:g} s"]
+        for b in batch_sizes:
+            cell = cells.get((a, b))
+            status = status_text(cell.rep if cell else None)
+            guess = predicted((a, b), cell) if predicted is not None and cell is not None and not cell.runs else None
+            if guess is not None:
+                status = guess if cell.rep.status == "skipped" else f"{status} {guess}"
+            row.append(status or render(cell))
+        rows.append(row)
+    headers = ["audio \\ batch"] + [str(b) for b in batch_sizes]
+    # disable_numparse: cells are already formatted; tabulate must not re-round them.
+    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True,
+                    colalign=["left"] * len(headers))
+
+
+def rtf_text(cell: SweepCell) -> str:
+    """One run: ``median [q1, q3]`` of its batches; several: ``median [low, high] +-w% (n)``, ``*`` above target."""
+    if cell.one_run is not None:
+        s = cell.one_run
+        return f"{sig3(s.median)} [{sig3(s.q1)}, {sig3(s.q3)}]"
+    i = cell.over_runs.interval
+    return (f"{sig3(i.median)} [{sig3(i.low)}, {sig3(i.high)}] ±{50 * cell.over_runs.within_run_iqr_rel:.1f}% "
+            f"({cell.runs}){'*' if cell.target_missed else ''}")
+
+
+def rtfx_text(cell: SweepCell) -> str:
+    return sig3(cell.rtfx) if cell.rtfx else "n/a"
+
+
+def busy_text(cell: SweepCell) -> str:
+    if cell.busy is None:
+        error = cell.rep.extra.get("extra_error")
+        return f"n/a ({error[:MESSAGE_CHARS]})".replace("|", "/") if error else "n/a"
+    busy = cell.busy
+    return f"{busy['host_busy_rtf']:.2E} / {busy['gpu_busy_rtf']:.2E} of {busy['profiled_rtf']:.2E}"
+
+
+def memory_text(which: str, unit: str) -> Render:
+    """The median over runs of the memory one batch adds (``added``) or the peak (``peak``), in ``unit``."""
+    return lambda cell: bytes_in(unit, getattr(cell, f"{which}_bytes"))
+
+
+def rtfx_prediction_text(key: GridKey, cell: SweepCell) -> Optional[str]:
+    """``~value [low, high] (pred)`` in RTFx (audio seconds / predicted time) for a cell with a predicted time."""
+    p = cell.predictions.get("time_s")
+    if p is None or p.value <= 0:
+        return None
+    audio = key[0] * key[1]
+    high = sig3(audio / p.low) if p.low > 0 else "inf"
+    return f"~{sig3(audio / p.value)} [{sig3(audio / p.high)}, {high}] (pred)"
+
+
+def prediction_text(figure: str, unit: str) -> Callable[[GridKey, SweepCell], Optional[str]]:
+    """``~value [low, high] (pred)`` for a cell's predicted figure, in RTF for time or the unit for memory."""
+
+    def render(key: GridKey, cell: SweepCell) -> Optional[str]:
+        p = cell.predictions.get(figure)
+        if p is None:
+            return None
+        if figure == "time_s":
+            audio = key[0] * key[1]
+            return f"~{sig3(p.value / audio)} [{sig3(p.low / audio)}, {sig3(p.high / audio)}] (pred)"
+        return f"~{bytes_in(unit, p.value)} [{bytes_in(unit, p.low)}, {bytes_in(unit, p.high)}] (pred)"
+
+    return render

@@ -1,0 +1,203 @@
+"""Markdown report of a sweep: per model and setting, RTF, RTFx, busy-time and memory tables.
+
+The layout follows SpeechBrain's published profiling tables: one table per
+(device, thread count), rows are audio lengths, columns are batch sizes. A
+cell measured in several fresh processes shows its median over runs with a
+run-to-run interval beside the within-run spread; skipped and OOM cells show
+a prediction marked ``(pred)`` when the measured cells allow a fit. On CUDA
+an extra table shows host-busy and GPU-busy time, which tells a launch-bound
+cell from a GPU-bound one. Every table carries its definition and unit (from
+:data:`sbprof.stats.METRICS`) right above it. Renderers never measure nor
+analyse: they format a :class:`~sbprof.analysis.sweep.SweepSummary`.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+from tabulate import tabulate
+
+from sbprof.analysis.sweep import SweepModel, SweepSetting, SweepSummary
+from sbprof.record import Env
+from sbprof.report.format import plural
+from sbprof.report.sweep_cells import (busy_text, grid_table, memory_text, prediction_text, rtf_text,
+                                       rtfx_prediction_text, rtfx_text)
+from sbprof.stats import METRICS
+
+
+def _input_text(summary: SweepSummary) -> str:
+    if summary.example_audio:
+        return (f"real recording `{summary.example_audio}` (`{summary.input}`), truncated or tiled to exactly each "
+                "length")
+    return f"seeded white Gaussian noise (`{summary.input}`)"
+
+
+def _env_text(env: Optional[Env]) -> str:
+    if env is None:
+        return "not recorded"
+    gpu = f"{env.gpu} (CUDA {env.cuda})" if env.gpu else "none"
+    return (f"torch {env.torch}, torchaudio {env.torchaudio}, speechbrain {env.speechbrain}, "
+            f"Python {env.python}; CPU: {env.cpu} ({env.cpu_count} logical cores); GPU: {gpu}")
+
+
+def _load_text(s: SweepSetting) -> List[str]:
+    lines = []
+    if s.cores and s.threads > s.cores:
+        lines += ["", f"**{plural(s.threads, 'thread')} on {s.cores} logical cores: oversubscribed, the threads "
+                      "compete for cores.**"]
+    if s.loads is None:
+        return lines
+    low, high = s.loads
+    on = f" on {s.cores} logical cores" if s.cores else ""
+    text = (f"Machine load: the 1-minute load average read after each cell was "
+            f"{low:.2f}-{high:.2f}{on}, the worker itself counting for up to {s.threads}.")
+    # More runnable threads than cores: something else shared the CPU while these cells were timed.
+    if s.cores and high > s.cores + 0.5:
+        text += (" **Above the core count: other processes competed for the CPU, "
+                 "so read these times as upper bounds.**")
+    return lines + ["", text]
+
+
+def _repeats_text(s: SweepSetting) -> List[str]:
+    """The repeats line of a setting."""
+    counts = s.run_counts
+    if not counts or counts[-1] == 1:
+        return []
+    text = (f"Runs: each cell was measured in {counts[0]}-{counts[-1]} fresh worker processes, interleaved over "
+            "cells and settings" if len(counts) > 1 else
+            f"Runs: each cell was measured in {counts[0]} fresh worker processes, interleaved over cells and settings")
+    if s.target is not None:
+        measured = sum(1 for c in s.cells.values() if c.runs)
+        text += (f"; adaptive repeats stopped a cell once its interval was within +-{100 * s.target:g} % of its median "
+                 f"or at {s.max_runs} runs: {s.met} of {measured} cells met the target (`*` marks the others).")
+    else:
+        text += " (fixed repeats)."
+    return ["", text]
+
+
+def _rtf_definition(s: SweepSetting, n_measured: int) -> str:
+    base = (f"RTF = {METRICS['rtf'].definition}. Processing time is the {METRICS['wall_s'].definition}. ")
+    if not s.levels:
+        return base + f"Each cell: median [first quartile, third quartile] over the {n_measured} measured batches."
+    return base + (
+        "Each cell: median over runs [run-to-run interval] +-within-run spread (runs). The median over runs is the "
+        "median of each run's median batch; the interval is where a repeat of this sweep (as many runs) should put "
+        f"that median, with the confidence stated (here {', '.join(f'{c} %' for c in s.levels)}: a prediction interval "
+        "from the spread of the run medians, taken as log-normal, with Student's t; results.json's `summary` also keeps "
+        "the narrower confidence interval for the median itself); the +-% is half the median within-run interquartile range, "
+        "what one run's batches alone would suggest.")
+
+
+def _setting_section(model: SweepModel, s: SweepSetting, n_measured: int, heading: str) -> List[str]:
+    audio_secs, batch_sizes = model.audio_secs, model.batch_sizes
+    lines = ["", f"{heading} {s.device}, {plural(s.threads, 'thread')}"]
+    lines += _load_text(s)
+    lines += _repeats_text(s)
+    sub = heading + "#"
+    lines += ["", f"{sub} Real-time factor (RTF)", "", _rtf_definition(s, n_measured),
+              "", grid_table(s.cells, audio_secs, batch_sizes, rtf_text, prediction_text("time_s", ""))]
+    if s.on_cuda:
+        lines += ["", f"{sub} Host busy / GPU busy", "",
+                  f"From one extra profiled batch per cell (run in a separate process after the timed ones): "
+                  f"host busy = {METRICS['host_busy_rtf'].definition}; "
+                  f"GPU busy = {METRICS['gpu_busy_rtf'].definition}; `of` = that batch's wall time / audio "
+                  "seconds (it includes the profiler's own cost, about 1 us per operator). Host busy close to "
+                  "the wall time and GPU busy well below it: launch-bound (the GPU waits for the host); GPU "
+                  "busy close to the wall time: GPU-bound.",
+                  "", grid_table(s.cells, audio_secs, batch_sizes, busy_text)]
+    lines += ["", f"{sub} RTFx", "",
+              f"RTFx = {METRICS['rtfx'].definition}, from the median batch time (= 1 / median RTF).",
+              "", grid_table(s.cells, audio_secs, batch_sizes, rtfx_text, rtfx_prediction_text)]
+    added = METRICS["peak_cuda_delta_bytes" if s.on_cuda else "peak_rss_delta_bytes"]
+    lines += ["", f"{sub} Memory one batch adds ({added.unit})", "",
+              f"{added.unit} (10^9 bytes) = {added.definition}. Measured on one extra batch after the timed "
+              "ones, so it does not depend on which cells ran before (median over runs).",
+              "", grid_table(s.cells, audio_secs, batch_sizes, memory_text("added", added.unit),
+                             prediction_text("batch_memory_bytes", added.unit))]
+    peak = METRICS["peak_cuda_bytes" if s.on_cuda else "peak_rss_bytes"]
+    lines += ["", f"{sub} Peak memory ({peak.unit})", "",
+              f"Peak memory in {peak.unit} (10^9 bytes) = {peak.definition}.",
+              "", grid_table(s.cells, audio_secs, batch_sizes, memory_text("peak", peak.unit),
+                             prediction_text("peak_memory_bytes", peak.unit))]
+    if s.formula is not None:
+        lines += ["", "Cells marked `(pred)` were not measured (skipped, or out of memory): they are predicted, per "
+                      "figure, by a cost model fitted on this setting's measured cells, time or memory = "
+                      f"k0 + kL L + k1 B L + k2 B L^2 (B utterances of L seconds: per-call, per-decoding-step, "
+                      f"per-frame and attention costs; e.g. time: {s.formula}), weighted in "
+                      "relative error, with a 95 % prediction interval in brackets. results.json keeps them in its "
+                      "`summary` block, apart from the measured records."]
+    return lines + _held_out_lines(s, heading)
+
+
+def _held_out_lines(s: SweepSetting, heading: str) -> List[str]:
+    if "time_s" not in s.held_out:
+        return []
+    table = []
+    for figure, name in (("time_s", "batch time"), ("batch_memory_bytes", "memory a batch adds"),
+                         ("peak_memory_bytes", "peak memory")):
+        if figure in s.held_out:
+            r = s.held_out[figure]
+            errors = ", ".join(f"{100 * c.rel_error:+.1f} %" for c in r.cells)
+            inside = sum(c.inside for c in r.cells)
+            table.append([name, f"{100 * r.median_abs_rel_error:.1f} %", errors,
+                          f"{inside} of {len(r.cells)}"])
+    return ["", f"{heading}# Held-out validation of the predictions", "",
+            "The whole grid was measured, so the cost model was also fitted on the triangle cells alone "
+            "(SpeechBrain's rule) to predict the corner, and compared with what was measured there: relative "
+            "error = predicted / measured - 1.", "",
+            tabulate(table, headers=["figure", "median abs. error", "error per corner cell", "inside 95 % interval"],
+                     tablefmt="github", disable_numparse=True)]
+
+
+def render_markdown(summary: SweepSummary, title: str = "sbprof profiling report",
+                    plots: Optional[Dict[str, str]] = None) -> str:
+    """The whole report as markdown text.
+
+    Arguments
+    ---------
+    summary : SweepSummary
+        A sweep's results, analysed (:func:`sbprof.analysis.sweep.analyse`).
+    title : str
+        First heading.
+    plots : dict, optional
+        Model name (``model`` or ``model (variant)``) -> path of its plot,
+        relative to the report, embedded above that model's tables.
+
+    Returns
+    -------
+    str
+    """
+    if not summary.records:
+        return f"# {title}\n\nNo cells recorded yet.\n"
+    lines = [f"# {title}", ""]
+    for model in summary.models:
+        method = f", method `{model.method}`" if model.method else ""
+        lines.append(f"- **Model**: `{model.name}` through `{model.interface}`{method}")
+    counts = summary.counts
+    noise = [f"- **Noise floor**: {summary.noise.describe()}"] if summary.noise is not None else []
+    lines += [
+        f"- **Input**: {_input_text(summary)}",
+        f"- **Schedule**: {plural(summary.warmup, 'warm-up batch', 'warm-up batches')}, "
+        f"then {plural(summary.measured, 'measured batch', 'measured batches')} per cell, then one batch for memory; "
+        "each (device, threads) setting runs in a fresh worker process",
+        f"- **Environment**: {_env_text(summary.env)}",
+        *noise,
+        f"- **Cells**: {counts['ok']} measured, {counts['skipped']} skipped, "
+        f"{counts['oom']} out of memory, {counts['error']} failed",
+        "",
+        "Cells show `skipped` when pruned by the triangle rule, `OOM` when the batch ran out of memory, "
+        "`error: ...` when it raised (the full message is in results.json), `not measured` when no result exists yet.",
+    ]
+    several = len(summary.models) > 1
+    heading = "###" if several else "##"
+    for model in summary.models:
+        if several:
+            lines += ["", f"## {model.name}"]
+        if plots and model.name in plots:
+            lines += ["", f"![RTF and memory versus audio length, {model.name}]({plots[model.name]})", "",
+                      "The plot: median RTF (left; the band is the interval the RTF table prints: run-to-run for "
+                      "cells measured in several runs, the batch quartiles for a cell measured once) and memory one "
+                      "batch adds (right) versus seconds of audio per utterance, one line per batch size and "
+                      "setting; measured cells only."]
+        for setting in model.settings:
+            lines += _setting_section(model, setting, summary.measured, heading)
+    return "\n".join(lines) + "\n"

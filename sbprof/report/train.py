@@ -1,0 +1,161 @@
+"""Markdown report of the training recipe: per variant, step time, throughput, memory, FLOPs, parameters,
+and where the step's time goes. Reads the records of ``results.json`` only; never measures.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, Optional, Union
+
+from tabulate import tabulate
+
+from sbprof.analysis.train import TrainCell, TrainSummary
+from sbprof.record import Measurement
+from sbprof.report.counts import si
+from sbprof.report.format import bytes_in, sig3
+from sbprof.report.modules_markdown import display_names, render_breakdown
+from sbprof.results.files import atomic_write_text
+
+REPORT_FILE = "report.md"
+
+
+def _memory_text(m: Measurement) -> str:
+    mem = m.memory
+    if mem is None:
+        return "n/a"
+    if mem.peak_cuda_bytes is not None:
+        return (f"CUDA allocator peak {bytes_in('GB', mem.peak_cuda_bytes)} GB "
+                f"(+{bytes_in('GB', mem.peak_cuda_delta_bytes)} GB during the step)")
+    return (f"process resident peak {bytes_in('GB', mem.peak_rss_bytes)} GB "
+            f"(+{bytes_in('GB', mem.peak_rss_delta_bytes)} GB during the step; {mem.rss_method})")
+
+
+def summary_table(cell: TrainCell) -> str:
+    """The headline figures of one cell."""
+    m, f = cell.record, cell.figures
+    audio = m.extra.get("audio_s_per_step") or []
+    flops = m.extra.get("flops") or {}
+    params = m.extra.get("params") or {}
+    rows = [
+        ["step time, median [q1, q3]", f"{sig3(f['step_s_median'])} s [{sig3(f['step_s_q1'])}, {sig3(f['step_s_q3'])}] "
+                                       f"over {f['steps']} steps ({m.warmup} warm-up steps left out)"],
+        ["audio trained per second", f"{sig3(f['audio_s_per_s'])} s/s ({sig3(sum(audio))} s of audio in "
+                                     f"{len(audio)} steps)" if "audio_s_per_s" in f else "n/a"],
+        ["peak memory (one step, longest batch)", _memory_text(m)],
+    ]
+    if "flops_per_step" in f:
+        macs = flops.get("macs_per_step") or []
+        rows += [["FLOPs per step (forward + backward)",
+                  f"{si(f['flops_per_step'], 'FLOP')} ({si(sum(macs) / len(macs), 'MAC')})" if macs else "n/a"],
+                 ["FLOPs per second of audio", si(f["flops_per_audio_s"], "FLOP") + " per audio second"],
+                 ["achieved (FLOPs per step / step time)", si(f["achieved_flops_per_s"], "FLOP/s")]]
+    if "loadavg_1m" in m.extra:
+        load = m.extra["loadavg_1m"]
+        cores = m.env.cpu_count if m.env is not None else "?"
+        # This process accounts for about its own thread count; the rest is other work on the machine.
+        others = load - m.cell.threads
+        note = f" (about {others:.1f} more busy with other work: steps shared the CPU)" if others > 0.5 else ""
+        rows.append(["machine load (1-min average, after the timed steps)", f"{load:.2f} on {cores} cores{note}"])
+    if params:
+        dtypes = ", ".join(f"{bytes_in('MB', b)} MB {d}" for d, b in params.get("bytes_by_dtype", {}).items())
+        rows.append(["parameters", f"{si(params['total'], '')} ({si(params['trainable'], '')} trainable; {dtypes})"])
+    return tabulate(rows, headers=["figure", "value"], tablefmt="github", disable_numparse=True)
+
+
+def flops_table(cell: TrainCell) -> Optional[str]:
+    """FLOPs per selected module next to its share of the step's time."""
+    if not cell.flops:
+        return None
+    names = display_names([r.label for r in cell.flops], [r.depth for r in cell.flops])
+    table = [[name, si(r.forward, "FLOP"), si(r.backward, "FLOP"),
+              "n/a" if r.flops_share is None else f"{100 * r.flops_share:.1f}%", f"{100 * r.time_share:.1f}%"]
+             for name, r in zip(names, cell.flops)]
+    return tabulate(table, headers=["module", "forward", "backward", "share of FLOPs", "share of time"],
+                    tablefmt="github", disable_numparse=True)
+
+
+def params_table(m: Measurement) -> Optional[str]:
+    """Parameters per submodule (the Brain's modules and the rows of the time table)."""
+    rows = (m.extra.get("params") or {}).get("modules") or []
+    rows = [r for r in rows if r["total"]]
+    if not rows:
+        return None
+    names = display_names([r["name"] for r in rows], [r["depth"] for r in rows])
+    table = [[name, r["type"], f"{r['total']:,}", f"{r['trainable']:,}", "yes" if r["shared"] else ""]
+             for name, r in zip(names, rows)]
+    return tabulate(table, headers=["module", "type", "parameters", "trainable", "shared"], tablefmt="github",
+                    disable_numparse=True)
+
+
+def render_variant(cell: TrainCell) -> str:
+    """The section of one cell (a variant on a setting, one run)."""
+    m, where = cell.record, cell.record.cell
+    run = f", run {where.run}" if where.run else ""
+    head = (f"## {where.model} ({m.settings.get('brain', '')}, {where.device}, {where.threads} threads, "
+            f"batch {where.batch_size}{run})")
+    if not m.ok:
+        return f"{head}\n\n{m.status}: {m.message}\n"
+    parts = [head, "", summary_table(cell), "", "### Where the step's time goes", "",
+             render_breakdown(m.extra["modules"], cell.steps).rstrip()]
+    if any(r["type"] == "RNNTLoss" for r in m.extra["modules"]["rows"]):
+        parts += ["", "torchaudio's `rnnt_loss` computes the loss and its gradient in one forward call: its "
+                  "forward time holds its backward work, and its backward only scales the stored gradient."]
+    table = flops_table(cell)
+    if table is not None:
+        untracked = (m.extra.get("flops") or {}).get("untracked") or {}
+        parts += ["", "### Compute per module (FLOPs per step, mean over the measured steps)", "", table]
+        if untracked:
+            parts += ["", "Operators without a FLOP formula (not counted, calls over all batches): "
+                      + ", ".join(f"`{k}` ({v})" for k, v in untracked.items()) + "."]
+    table = params_table(m)
+    if table is not None:
+        parts += ["", "### Parameters per submodule", "", table]
+    if m.extra.get("trace_files"):
+        parts += ["", "### Trace", "", "Detailed attribution under torch.profiler (open in Perfetto or "
+                  "TensorBoard): " + ", ".join(f"`{p}`" for p in m.extra["trace_files"])]
+        detailed = m.extra.get("modules_detailed")
+        if detailed:
+            parts += ["", render_breakdown(detailed, cell.detailed_steps).rstrip()]
+    return "\n".join(parts) + "\n"
+
+
+def render_train(summary: TrainSummary) -> str:
+    """The whole report: the run's rules and machine, then one section per cell.
+
+    Example
+    -------
+    >>> from sbprof.analysis.train import analyse
+    >>> from sbprof.record import Cell, Results
+    >>> r = Results("train", rules={"seed": 1}, records=[Measurement("train:ctc", Cell(model="ctc"), status="error",
+    ...                                                               message="RuntimeError: boom")])
+    >>> "error: RuntimeError: boom" in render_train(analyse(r))
+    True
+    """
+    rules = summary.rules
+    machine = summary.machine
+    lines = ["# Training-loop profile", "",
+             f"- **Machine**: {machine.get('cpu', '?')} ({machine.get('cpu_count', '?')} logical cores), "
+             f"GPU {machine.get('gpu') or 'none'}; torch {machine.get('torch', '?')}, "
+             f"torchaudio {machine.get('torchaudio', '?')}, speechbrain {machine.get('speechbrain', '?')}",
+             f"- **Batches**: {_rules_text(rules)}",
+             "- **Step**: one `Brain.fit_batch` (forward, loss, backward, optimiser step), timed by the "
+             "`sbprof.profile(brain, activities=())` decorator (wall clock; CUDA synchronised).", ""]
+    for cell in summary.cells:
+        lines.append(render_variant(cell))
+    return "\n".join(lines)
+
+
+def write_reports(summary: TrainSummary, folder: Union[str, Path]) -> Dict[str, Path]:
+    """Write ``report.md`` into ``folder``; return its path."""
+    path = Path(folder) / REPORT_FILE
+    atomic_write_text(path, render_train(summary))
+    return {"report": path}
+
+
+def _rules_text(rules: Dict[str, Any]) -> str:
+    data = rules.get("data") or {}
+    if not data:
+        return "n/a"
+    return (f"{data.get('num_batches')} mock-up batches of {data.get('batch_size')} utterances cycled, lengths "
+            f"and token counts drawn from LibriSpeech train-clean-100 shapes x {data.get('scale')} "
+            f"(white noise at {data.get('sample_rate')} Hz, random tokens), seed {rules.get('seed')}; "
+            f"{rules.get('warmup')} warm-up + {rules.get('measured')} measured steps")

@@ -1,0 +1,178 @@
+"""Reports of a transducer benchmark: the study's summary table per batching mode, and CSV (format a summary).
+
+They format a :class:`~sbprof.analysis.transducer.TransducerSummary`: ranked
+backends (measured and agreeing with the reference) first, the others below
+with the reason (disagrees, not checked, error, not installed with its
+install hint). One table per batching mode, device and thread count.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Union
+
+from sbprof.analysis.transducer import BackendRow, ModeTable, TransducerSummary
+from sbprof.record import Measurement
+from sbprof.results.files import atomic_write_text
+
+MB = 1e6
+"""Bytes per MB (decimal)."""
+US = 1e6
+"""Microseconds per second."""
+REPORT_FILE = "report.md"
+CSV_FILE = "results.csv"
+MODE_TITLES = {"fixed": "fixed batch size, random order", "max_frames": "sorted by duration, max frames per batch"}
+
+DEFINITIONS = """\
+- **average step time**: mean wall-clock time of one training step over the
+  measured steps (µs; over every run's, with several runs): the joiner on the lattice, the loss, and the backward
+  pass through both; device synchronised before and after; the random
+  inputs are made before the clock starts. Each step takes the next batch,
+  so the spread also reflects the batches' shapes.
+- **median [q1, q3]**: median and quartiles of the same step times (µs).
+- **peak memory**: what the active steps add (MB = 10^6 bytes): on CUDA the
+  caching allocator's peak minus its allocation before them; on CPU the
+  process's resident high-water mark minus its resident size before them,
+  with freed heap returned to the system (malloc_trim) and the mark reset
+  just before the first active step.
+- **agreement**: worst per-utterance loss difference (relative) and worst
+  gradient difference (absolute) against the plain-PyTorch reference on
+  small random batches; only agreeing backends are ranked.
+- **python / torch**: the interpreter the backend ran in. The step includes
+  the joiner, whose cost depends on the torch version: rows under different
+  torch versions differ by more than their loss."""
+
+
+def _agreement_text(agreement: Optional[Dict[str, Any]]) -> str:
+    if not agreement:
+        return "not checked"
+    if agreement.get("ok"):
+        return f"ok ({agreement['max_loss_rel_diff']:.0e} / {agreement['max_grad_abs_diff']:.0e})"
+    return "DISAGREES: " + agreement.get("message", "")[:60]
+
+
+def _runtime(m: Measurement) -> str:
+    python, torch = m.settings.get("python"), m.settings.get("torch")
+    return f"{python} / {torch}" if python and torch else ""
+
+
+def _row(row: BackendRow) -> List[str]:
+    m = row.record
+    agreement = _agreement_text(m.extra.get("agreement"))
+    if row.steps is not None:
+        s = row.steps
+        note = "" if row.ranked else "not ranked"
+        runs = f" ({row.runs} runs)" if row.runs > 1 else ""
+        return [m.label, f"{s.mean * US:,.0f}{runs}", f"{s.median * US:,.0f} [{s.q1 * US:,.0f}, {s.q3 * US:,.0f}]",
+                "n/a" if row.peak_mb is None else f"{row.peak_mb:,.0f}", agreement, _runtime(m), note]
+    note = m.message.replace("|", "/")
+    if m.extra.get("not_installed"):
+        note = f"{note}; install: {m.extra.get('install_hint', '')}"
+    status = {"skipped": "skipped", "oom": "OOM", "error": "error"}.get(m.status, m.status)
+    return [m.label, status, "", "", agreement, _runtime(m), note]
+
+
+def _header(summary: TransducerSummary) -> List[str]:
+    rules = summary.rules
+    out: List[str] = []
+    if rules:
+        shapes = rules.get("shapes") or {}
+        out += [f"V = {rules.get('vocab_size')}, joiner dim {rules.get('joiner_dim')}, shapes "
+                f"`{shapes.get('source')}` scaled 1/{shapes.get('scale')}; {rules.get('warmup')} unmeasured "
+                f"steps, then {rules.get('measured')} measured ones.", ""]
+    if summary.loads is not None:
+        low, high, busy = summary.loads
+        verdict = (f"above the worker's thread count after {', '.join(busy)}: other processes "
+                   "competed for the CPU there" if busy else "never above the worker's thread count")
+        out += [f"Machine load (1-minute load average after each measured schedule): {low:.2f} to "
+                f"{high:.2f}; {verdict}.", ""]
+    return out
+
+
+def _search_table(searches: List[Measurement]) -> List[str]:
+    out = ["## Largest batch under the memory budget", "",
+           "| backend | device | searched | budget (MB) | largest that fits | probes (value: peak MB) |",
+           "|---|---|---|---|---|---|"]
+    for m in searches:
+        found = m.extra.get("search") or {}
+        budget = m.cell.params.get("budget_bytes")
+        probes = ", ".join(f"{v}: {'OOM' if p is None else f'{p / MB:,.0f}'}" for v, p, _ in found.get("probes", []))
+        largest = found.get("largest") if m.ok else f"{m.status}: {m.message}"
+        out.append(f"| {m.label} | {m.cell.device} | {m.cell.params.get('searched')} "
+                   f"| {'device OOM' if budget is None else f'{budget / MB:,.0f}'} "
+                   f"| {largest}{' (limit)' if found.get('capped') else ''} | {probes} |")
+    return out + [""]
+
+
+def _table(table: ModeTable) -> List[str]:
+    header = ["backend", "average step time (µs)", "median [q1, q3] (µs)", "peak memory (MB)", "agreement",
+              "python / torch", "note"]
+    out = [f"## {MODE_TITLES.get(table.mode, table.mode)} ({'batch size' if table.mode == 'fixed' else 'max frames'} "
+           f"{table.size}); `{table.device}`, {table.threads} thread(s)", ""]
+    padding = table.padding
+    if padding:
+        out += [f"Measured steps: {padding['utterances']} utterances in {padding['batches']} batches; padding "
+                f"{padding['frame_padding']:.1%} of frames, {padding['lattice_padding']:.1%} of lattice cells.", ""]
+    out.append("| " + " | ".join(header) + " |")
+    out.append("|" + "|".join("---" for _ in header) + "|")
+    out += ["| " + " | ".join(_row(row)) + " |" for row in table.rows]
+    return out + [""]
+
+
+def render_markdown(summary: TransducerSummary) -> str:
+    """The study's summary table per batching mode (and device, threads), the search results and definitions.
+
+    Example
+    -------
+    >>> from sbprof.analysis.transducer import analyse
+    >>> from sbprof.record import Cell, Results
+    >>> m = Measurement("quick", cell=Cell(model="quick", batch_size=4, params={"mode": "fixed"}),
+    ...                 wall_s=[0.001, 0.003], extra={"agreement": {"ok": True, "max_loss_rel_diff": 1e-7,
+    ...                                                             "max_grad_abs_diff": 1e-5}})
+    >>> "| quick | 2,000 |" in render_markdown(analyse(Results("transducer", records=[m])))
+    True
+    """
+    out = ["# Transducer-loss benchmark", ""] + _header(summary)
+    for table in summary.tables:
+        out += _table(table)
+    if summary.searches:
+        out += _search_table(summary.searches)
+    out += ["Definitions:", "", DEFINITIONS, ""]
+    return "\n".join(out)
+
+
+CSV_FIELDS = ("backend", "mode", "batch_size", "max_frames", "device", "threads", "status", "runs", "mean_step_us",
+              "median_step_us", "q1_step_us", "q3_step_us", "steps", "peak_mb", "agreement_ok",
+              "max_loss_rel_diff", "max_grad_abs_diff", "python", "torch", "message")
+
+
+def render_csv(summary: TransducerSummary) -> str:
+    """One row per cell (runs pooled; ``results.json`` keeps every run's raw samples)."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    for r in summary.rows:
+        m = r.record
+        agreement = m.extra.get("agreement") or {}
+        row: Dict[str, Any] = {"backend": m.label, "mode": r.mode, "batch_size": m.cell.batch_size,
+                               "max_frames": m.cell.params.get("max_frames"), "device": m.cell.device,
+                               "threads": m.cell.threads, "status": m.status, "runs": r.runs, "message": m.message,
+                               "agreement_ok": agreement.get("ok"), "steps": r.steps.count if r.steps else 0,
+                               "max_loss_rel_diff": agreement.get("max_loss_rel_diff"),
+                               "max_grad_abs_diff": agreement.get("max_grad_abs_diff"), "peak_mb": r.peak_mb,
+                               "python": m.settings.get("python"), "torch": m.settings.get("torch")}
+        if r.steps is not None:
+            s = r.steps
+            row.update(mean_step_us=s.mean * US, median_step_us=s.median * US, q1_step_us=s.q1 * US,
+                       q3_step_us=s.q3 * US)
+        writer.writerow(row)
+    return buf.getvalue()
+
+
+def write_reports(summary: TransducerSummary, folder: Union[str, Path]) -> Dict[str, Path]:
+    """Write ``report.md`` and ``results.csv`` into ``folder`` (atomically); return their paths."""
+    paths = {"report": Path(folder) / REPORT_FILE, "csv": Path(folder) / CSV_FILE}
+    for name, render in (("report", render_markdown), ("csv", render_csv)):
+        atomic_write_text(paths[name], render(summary))
+    return paths

@@ -1,0 +1,145 @@
+"""The worker side of a sweep setting: ``python -m sbprof.sweep.worker RESULT_FD`` (see :mod:`sbprof.workers.cells`).
+
+A fresh process per (device, thread count) setting and run means thread
+pools, the CUDA caching allocator and the process's memory high-water mark
+start clean. The worker loads the model once, checks that every cell is
+measurable at the model's sample rate (a length under one sample is bad
+input, not a failed cell), then for every cell builds the batch and, by the
+batch's mode:
+
+- ``measure``: times it with :func:`sbprof.timing.measure` (warm-up batches,
+  measured batches, then one call for the memory the batch adds);
+- ``profile``: runs it under torch.profiler, after every cell of the setting
+  was measured, in a process of its own so the profiler's memory and threads
+  never touch a measured figure: on CUDA the host-busy / GPU-busy split
+  (:mod:`sbprof.device_split`), and with ``export_logs`` a trace file;
+- ``calibrate`` (no model): the noise-floor workload, a fixed matrix-product
+  loop on one thread, timed like a cell.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+import torch
+
+from sbprof.audio import load_example
+from sbprof.device_split import measure_device_split
+from sbprof.env import collect_env, load_average
+from sbprof.errors import ConfigError
+from sbprof.memory import release_memory
+from sbprof.models.source import LoadedModel, ModelSource
+from sbprof.record import Cell
+from sbprof.timing import measure
+from sbprof.traces import profile_to_trace
+from sbprof.workers.cells import CellWorker, SetupError, serve_cells
+from sbprof.workers.protocol import one_line
+
+CALIBRATION_SIZE = 256
+CALIBRATION_PRODUCTS = 16
+"""The noise-floor workload: 16 products of 256 x 256 float32 matrices (0.54 GFLOP), about 10-30 ms on one core."""
+
+
+def device_memory_bytes(device: str) -> int:
+    """All the memory of the device a setting runs on: the GPU's, or the machine's RAM."""
+    if device.startswith("cuda"):
+        return torch.cuda.get_device_properties(torch.device(device)).total_memory
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+class SweepWorker(CellWorker):
+    """Measures, profiles or calibrates the items of one batch (see the module docstring)."""
+
+    def setup(self) -> Dict[str, Any]:
+        if self.job["mode"] == "calibrate":
+            generator = torch.Generator().manual_seed(0)
+            self.calibration = torch.randn(CALIBRATION_SIZE, CALIBRATION_SIZE, generator=generator)
+            return {}
+        config = self.job["config"]
+        self.device = self.job["device"]
+        self.warmup, self.measured = config["preamble"]["warmup"], config["preamble"]["measured"]
+        torch.manual_seed(config["preamble"]["seed"])
+        # measure() records the environment after each cell; reading it once now
+        # keeps its one-off cost (a git call, file reads) out of the gap between cells.
+        collect_env()
+        t0 = time.perf_counter()
+        source = ModelSource.from_dict(config["pretrained_model"])
+        try:
+            self.model = LoadedModel(source, self.device, config["preamble"]["seed"],
+                                     config["preamble"]["output_folder"])
+        except Exception as exc:  # anything: the run says why, once per batch
+            raise SetupError(f"could not load model {source.name!r} ({source.type or 'module'}) on {self.device}: "
+                             f"{one_line(exc)}") from None
+        rate = self.model.sample_rate
+        example = config["profiling_dimensions"]["example_audio"]
+        self.example = load_example(example, rate) if example else None
+        too_short = sorted({i["cell"]["audio_s"] for i in self.job["items"] if round(i["cell"]["audio_s"] * rate) < 1})
+        if too_short:
+            raise ConfigError(f"profiling_dimensions.audio_mockup_secs: {too_short} s is shorter than one sample at "
+                              f"the model's {rate} Hz")
+        self.memory_bytes = device_memory_bytes(self.device)
+        return {"sample_rate": rate, "load_s": time.perf_counter() - t0}
+
+    def measure(self, item: Dict[str, Any]) -> Dict[str, Any]:
+        if self.job["mode"] == "calibrate":
+            return self.calibrate(Cell.from_dict(item["cell"]))
+        cell = Cell.from_dict(item["cell"])
+        settings = dict(item["settings"], sample_rate=self.model.sample_rate,
+                        sample_rate_source=self.model.rate_source)
+        call, seconds = self.model.prepare(cell.audio_s, cell.batch_size, self.example)
+        if self.job["mode"] == "profile":
+            return self.profile(cell, call)
+        m = measure(call, warmup=self.warmup, repeats=self.measured, max_repeats=self.measured, device=self.device,
+                    num_threads=self.job["threads"], label=item["label"])
+        m.cell, m.settings, m.audio_seconds = cell, settings, seconds
+        load = load_average()
+        if load is not None:
+            m.extra["loadavg_1m"] = load
+        # Kept so a CPU setting on a GPU machine can show it never paid for a CUDA context.
+        m.extra["cuda_initialized"] = torch.cuda.is_initialized()
+        m.extra["device_memory_bytes"] = self.memory_bytes
+        return m.to_dict()
+
+    def profile(self, cell: Cell, call: Any) -> Dict[str, Any]:
+        """The profiled figures of one cell (device split on CUDA, trace file), added to its record."""
+        extra: Dict[str, Any] = {}
+        call()  # one warm-up, as the timed batches had
+        if self.device.startswith("cuda"):
+            extra["device_split"] = measure_device_split(call).to_dict()
+        trace_dir: Optional[str] = self.job.get("trace_dir")
+        if trace_dir is not None:
+            name = f"{cell.audio_s:g}s_b{cell.batch_size}"  # the folder names the setting
+            trace = profile_to_trace(call, self.device, Path(trace_dir), name)
+            # Relative to the output folder, so the folder can be moved whole.
+            extra["trace"] = os.path.relpath(trace, self.job["config"]["preamble"]["output_folder"])
+        return extra
+
+    def failed(self, item: Dict[str, Any], exc: BaseException) -> Dict[str, Any]:
+        if self.job["mode"] == "profile":  # the timing stands; only the profiled figures are missing
+            return {"extra_error": one_line(exc)}
+        return super().failed(item, exc)
+
+    def calibrate(self, cell: Cell) -> Dict[str, Any]:
+        """Time the fixed workload: the same in every process, so only the machine varies."""
+        a = self.calibration
+
+        def work() -> None:
+            out = a
+            for _ in range(CALIBRATION_PRODUCTS):
+                out = torch.mm(a, out)
+
+        m = measure(work, warmup=2, repeats=10, max_repeats=10, num_threads=1, track_memory=False,
+                    label="noise floor", cell=cell,
+                    settings={"workload": f"{CALIBRATION_PRODUCTS} x mm {CALIBRATION_SIZE}x{CALIBRATION_SIZE} fp32"})
+        return m.to_dict()
+
+    def release(self) -> None:
+        if self.job["mode"] != "calibrate":
+            release_memory(self.device)
+
+
+if __name__ == "__main__":
+    sys.exit(serve_cells(SweepWorker))

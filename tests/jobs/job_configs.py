@@ -1,0 +1,61 @@
+"""A small, quick configuration of every registered job, as its command line (for the tests over every job)."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List
+
+TESTS = Path(__file__).resolve().parents[1]
+ROOT = TESTS.parent
+sys.path.insert(0, str(TESTS / "train"))
+from train_tiny import tiny_overrides  # noqa: E402
+
+from fake_interfaces import write_model_folder, write_sweep_yaml  # noqa: E402
+
+YAML_JOBS = ("profile", "compare-models", "train", "transducer")
+COUNT_JOBS = ("flops", "params", "modules")
+BUSY = {"method": "process", "args": ["wavs", "wav_lens"]}
+
+
+def _yaml(path: Path, tree: dict) -> Path:
+    path.write_text("".join(f"{k}: {json.dumps(v)}\n" for k, v in tree.items()))
+    return path
+
+
+def argv_of(job: str, tmp_path: Path, out: Path, rtf: float = 0.05) -> List[str]:
+    """The command line (after ``sbprof JOB``) of a small run of ``job`` writing into ``out``.
+
+    The multi-cell jobs have several cells that each take a moment (``rtf`` for the busy models), so that a
+    run can be killed between two of them.
+    """
+    if job == "profile":
+        busy = write_model_folder(tmp_path / "busy", rtf=rtf)
+        path = write_sweep_yaml(tmp_path / "p.yaml", str(busy), "fake_interfaces.BusyInterface", **BUSY,
+                                lengths=[0.5, 1], batch_sizes=[1, 2], output_folder=out)
+        return [str(path), "--noprogressbar"]
+    if job == "compare-models":
+        busy = write_model_folder(tmp_path / "busy", rtf=rtf)
+        variants = [{"name": n, "source": str(busy), "type": "fake_interfaces.BusyInterface", **BUSY,
+                     "overrides": {"rtf": r}} for n, r in (("a", rtf), ("b", 2 * rtf))]
+        path = _yaml(tmp_path / "c.yaml", {"variants": variants, "vary": "audio_s", "values": [0.5, 1], "measured": 3,
+                                          "warmup": 1, "devices": "cpu", "cpu_threads": 1, "output_folder": str(out)})
+        return [str(path), "--noprogressbar"]
+    if job == "train":
+        tree = {**tiny_overrides(out), "profiling": {"memory": False}}
+        return [str(_yaml(tmp_path / "t.yaml", tree)), "--noprogressbar"]
+    if job == "transducer":
+        tree = {"backends": ["reference", "torchaudio"], "shapes": {"num_utterances": 8, "scale": 16},
+                "batching": {"batch_size": 2, "max_frames": 60}, "vocab_size": 30, "joiner_dim": 8, "warmup": 1,
+                "measured": 3, "devices": "cpu", "cpu_threads": 1, "output_folder": str(out)}
+        return [str(_yaml(tmp_path / "r.yaml", tree)), "--noprogressbar"]
+    model = tmp_path / "m.yaml"
+    model.write_text("model: !new:torch.nn.Sequential\n    - !new:torch.nn.Linear\n        in_features: 16\n"
+                     "        out_features: 32\n    - !new:torch.nn.ReLU\n")
+    shapes = [] if job == "params" else ["--input", "[4, 16]"]
+    return [str(model), *shapes, "--output_folder", str(out)]
+
+
+def expected_records(job: str) -> int:
+    """How many records a complete run of :func:`argv_of` holds."""
+    return {"profile": 4, "compare-models": 4, "train": 2, "transducer": 4}.get(job, 1)
