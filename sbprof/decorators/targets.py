@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import logging
 import math
 from typing import Any, Callable, ContextManager, List, Optional, Tuple
@@ -111,8 +112,22 @@ def make_attribution(obj: Any, options: Options, prof: StepProfiler) -> Optional
                              optimizers=optimizers)
 
 
+def _refuse_deferred_body(func: Callable) -> None:
+    """Refuse functions whose call returns before their body runs: the step would be empty."""
+    kind = ("a generator function" if inspect.isgeneratorfunction(func)
+            else "an async generator function" if inspect.isasyncgenfunction(func)
+            else "a coroutine function (async def)" if inspect.iscoroutinefunction(func) else None)
+    if kind is not None:
+        raise ConfigError(
+            f"cannot profile {getattr(func, '__qualname__', func)!r}: it is {kind}, so a call only creates "
+            "the generator or coroutine and its body runs later, outside the call (the step would hold "
+            "nothing). Decorate the plain function that does the work of one item, or profile the loop "
+            "that consumes it (a decorated function calling sbprof.step() once per item)")
+
+
 def profile_function(func: Callable, options: Options) -> Callable:
     """Wrap a function so each call is one profiled step (see the module docstring)."""
+    _refuse_deferred_body(func)
     for key, value in pending_options(func).items():
         setattr(options, key, value)
     step_name = getattr(func, "__name__", "call")
