@@ -20,6 +20,11 @@ allocation records of each step in time order.
 Every profiled step is wrapped in a ``record_function`` label
 (:func:`step_label`), so a step is a window ``[start, end]`` on the kineto
 clock, whatever happened around it (validation batches, the user's own loop).
+Steps that are recorded only so that the next ones are read right (a
+schedule's warm-up: see :mod:`sbprof.decorators.step_profiler`) carry
+:func:`warmup_label` instead; a window that turns out not to be a step once it
+ends (the tail of a loop after its last ``sbprof.step()``, a step that raised)
+holds a :data:`DISCARD_LABEL` marker. Neither is a step window.
 """
 from __future__ import annotations
 
@@ -29,6 +34,8 @@ from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 STEP_LABEL_PREFIX = "sbprof.step:"
+WARMUP_LABEL_PREFIX = "sbprof.warmup:"
+DISCARD_LABEL = "sbprof.discard"
 _PYTHON_FRAME = re.compile(r"^(<built-in |.*\.py\(\d+\): |nn\.Module: |torch/)")
 MEMORY_EVENT = "[memory]"
 _DEVICE_TYPES = ("CUDA", "PrivateUse1", "XPU", "HIP", "MPS")
@@ -43,6 +50,17 @@ def step_label(step: str) -> str:
     ('sbprof.step:train', 'train', None)
     """
     return STEP_LABEL_PREFIX + step
+
+
+def warmup_label(step: str) -> str:
+    """The label of a step recorded but left out of every figure (a schedule's warm-up).
+
+    Example
+    -------
+    >>> warmup_label("train"), step_of_label(warmup_label("train"))
+    ('sbprof.warmup:train', None)
+    """
+    return WARMUP_LABEL_PREFIX + step
 
 
 def step_of_label(name: str) -> Optional[str]:
@@ -137,13 +155,21 @@ def memory_records(kineto_events: Iterable[Any]) -> List[MemoryRecord]:
 
 
 def step_windows(kineto_events: Iterable[Any]) -> List[StepWindow]:
-    """The labelled steps of a kineto session, in time order."""
-    windows = []
+    """The labelled steps of a kineto session, in time order, less those holding a discard marker."""
+    windows, discards = [], []
     for e in kineto_events:
+        if not e.is_user_annotation():
+            continue
         step = step_of_label(e.name())
-        if step is not None and e.is_user_annotation():
+        if step is not None:
             windows.append(StepWindow(step, e.start_ns(), e.end_ns()))
+        elif e.name() == DISCARD_LABEL:
+            discards.append(e.start_ns())
     windows.sort(key=lambda w: w.start_ns)
+    for t in discards:  # the marker belongs to the innermost window holding it (a step may nest in another)
+        holding = [w for w in windows if w.start_ns <= t <= w.end_ns]
+        if holding:
+            windows.remove(holding[-1])
     return windows
 
 
@@ -183,9 +209,13 @@ class SessionView:
     origin_ns : int
         The clock origin shared by every session of one profiler: event
         times are shifted so that sessions line up instead of interleaving.
+    labelled : bool
+        The session's steps are all labelled (an sbprof profiler's): a
+        session without a step window then holds no step. Otherwise a
+        session without labels is read as one step.
     """
 
-    def __init__(self, session: Any, origin_ns: Optional[int] = None):
+    def __init__(self, session: Any, origin_ns: Optional[int] = None, labelled: bool = False):
         results = session.kineto_results
         raw = list(results.events())
         start_ns = results.trace_start_ns()
@@ -198,7 +228,7 @@ class SessionView:
                 e.time_range.end += shift_us
         self.windows = step_windows(raw)
         self.memory = memory_records(raw)
-        if not self.windows and raw:  # not profiled through sbprof hooks: the session is one step
+        if not self.windows and raw and not labelled:  # a plain torch profiler's session: one step
             self.windows = [StepWindow("session", min(e.start_ns() for e in raw), max(e.end_ns() for e in raw))]
 
     def to_us(self, ns: int) -> float:

@@ -4,12 +4,17 @@ Every measured call is bracketed the same way: on CUDA the device is
 synchronised before the clock starts and before it stops (kernels are
 asynchronous, so a host clock alone would time only the launches), and a pair
 of CUDA events gives the GPU-side time of the same call.
+
+Measurements run one at a time in a process: each changes process-wide state
+(torch's thread count, the resettable memory high-water mark) and would time
+the others' work, so concurrent calls from several threads wait for each other.
 """
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import replace
-from typing import Any, Callable, Dict, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import torch
 
@@ -20,6 +25,11 @@ from sbprof.memory import CpuPeak, CudaPeak
 from sbprof.record import Cell, Measurement, MemoryPeak
 
 DeviceLike = Union[str, torch.device]
+
+# One measurement at a time per process (see the module docstring); the owner's
+# thread id lets a nested call fail clearly instead of waiting for itself.
+_MEASURING = threading.Lock()
+_measuring_thread: Optional[int] = None
 
 
 def resolve_device(device: DeviceLike) -> torch.device:
@@ -58,6 +68,45 @@ def _memory_pass(fn: Callable[[], Any], dev: torch.device) -> MemoryPeak:
     return memory
 
 
+def _run(fn: Callable[[], Any], dev: torch.device, warmup: int, repeats: int, min_time_s: float,
+         max_repeats: int, num_threads: Optional[int], track_memory: bool
+         ) -> Tuple[List[float], List[float], List[float], Optional[MemoryPeak], int]:
+    """The warm-up, timed and memory calls of one measurement: (wall, cpu, gpu, memory, threads)."""
+    on_cuda = dev.type == "cuda"
+    previous_threads = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)
+    try:
+        for _ in range(warmup):
+            fn()
+        wall: List[float] = []
+        cpu: List[float] = []
+        gpu: List[float] = []
+        stream = torch.cuda.current_stream(dev) if on_cuda else None
+        while len(wall) < repeats or (sum(wall) < min_time_s and len(wall) < max_repeats):
+            if on_cuda:
+                start_ev = torch.cuda.Event(enable_timing=True)
+                end_ev = torch.cuda.Event(enable_timing=True)
+                torch.cuda.synchronize(dev)
+                start_ev.record(stream)
+            c0 = time.process_time()
+            t0 = time.perf_counter()
+            fn()
+            if on_cuda:
+                end_ev.record(stream)
+                torch.cuda.synchronize(dev)
+            t1 = time.perf_counter()
+            c1 = time.process_time()
+            wall.append(t1 - t0)
+            cpu.append(c1 - c0)
+            if on_cuda:
+                gpu.append(start_ev.elapsed_time(end_ev) / 1000.0)
+        memory = _memory_pass(fn, dev) if track_memory else None
+        return wall, cpu, gpu, memory, torch.get_num_threads()
+    finally:
+        torch.set_num_threads(previous_threads)
+
+
 def measure(
     fn: Callable[[], Any],
     *,
@@ -82,6 +131,11 @@ def measure(
     from earlier calls cannot hide what this one allocates), CPU high-water
     mark and CUDA allocator peak reset, then read. Timed calls are never
     disturbed by memory tracking.
+
+    Calls from several threads run one after the other (a lock), so each
+    measurement runs alone among ``measure`` calls; work that other threads
+    do outside ``measure`` still shares the machine. Calling ``measure`` from
+    inside a measured ``fn`` is refused.
 
     Arguments
     ---------
@@ -118,45 +172,26 @@ def measure(
     check_int(max_repeats, "max_repeats", repeats)
     if min_time_s < 0:
         raise ConfigError(f"min_time_s must be >= 0, got {min_time_s!r}")
-    dev = resolve_device(device)
-    on_cuda = dev.type == "cuda"
-    previous_threads = torch.get_num_threads()
     if num_threads is not None:
-        torch.set_num_threads(check_int(num_threads, "num_threads", 1))
-    try:
-        for _ in range(warmup):
-            fn()
-        wall, cpu, gpu = [], [], []
-        stream = torch.cuda.current_stream(dev) if on_cuda else None
-        while len(wall) < repeats or (sum(wall) < min_time_s and len(wall) < max_repeats):
-            if on_cuda:
-                start_ev = torch.cuda.Event(enable_timing=True)
-                end_ev = torch.cuda.Event(enable_timing=True)
-                torch.cuda.synchronize(dev)
-                start_ev.record(stream)
-            c0 = time.process_time()
-            t0 = time.perf_counter()
-            fn()
-            if on_cuda:
-                end_ev.record(stream)
-                torch.cuda.synchronize(dev)
-            t1 = time.perf_counter()
-            c1 = time.process_time()
-            wall.append(t1 - t0)
-            cpu.append(c1 - c0)
-            if on_cuda:
-                gpu.append(start_ev.elapsed_time(end_ev) / 1000.0)
-        memory = _memory_pass(fn, dev) if track_memory else None
-        measured_threads = torch.get_num_threads()
-    finally:
-        torch.set_num_threads(previous_threads)
+        check_int(num_threads, "num_threads", 1)
+    dev = resolve_device(device)
+    global _measuring_thread
+    if _measuring_thread == threading.get_ident():
+        raise ConfigError("measure() called from inside a measured function: measurements cannot nest")
+    with _MEASURING:
+        _measuring_thread = threading.get_ident()
+        try:
+            wall, cpu, gpu, memory, measured_threads = _run(fn, dev, warmup, repeats, min_time_s, max_repeats,
+                                                            num_threads, track_memory)
+        finally:
+            _measuring_thread = None
     return Measurement(
         label=label or getattr(fn, "__qualname__", repr(fn)),
         cell=replace(cell or Cell(), device=str(dev), threads=measured_threads),
         warmup=warmup,
         wall_s=wall,
         cpu_s=cpu,
-        cuda_s=gpu if on_cuda else None,
+        cuda_s=gpu if dev.type == "cuda" else None,
         audio_seconds=audio_seconds,
         memory=memory,
         settings=dict(settings or {}),

@@ -3,8 +3,8 @@ import torch
 from torch.autograd import DeviceType
 from torch.autograd.profiler_util import EventList, FunctionEvent
 
-from sbprof.events import (MemoryRecord, StepWindow, device_us, is_operator, operator_cpu_us,
-                                      peak_per_window, union_us)
+from sbprof.events import (DISCARD_LABEL, MemoryRecord, StepWindow, device_us, is_operator, operator_cpu_us,
+                           peak_per_window, step_label, step_windows, union_us, warmup_label)
 from sbprof.decorators.reports import report_time
 
 
@@ -61,3 +61,34 @@ def test_real_nested_operators_match_torch_self_times():
     # torch's own table, summed over operator rows only, against the interval union
     torch_total = sum(e.self_cpu_time_total for e in p.events() if is_operator(e))
     assert abs(operator_cpu_us(p.events()) - torch_total) <= 0.01 * torch_total
+
+
+class _Annotation:
+    """The parts of a kineto event that step_windows reads."""
+
+    def __init__(self, name, start, end, annotation=True):
+        self._name, self._start, self._end, self._annotation = name, start, end, annotation
+
+    def name(self):
+        return self._name
+
+    def start_ns(self):
+        return self._start
+
+    def end_ns(self):
+        return self._end
+
+    def is_user_annotation(self):
+        return self._annotation
+
+
+def test_step_windows_leave_out_warmup_steps_and_windows_marked_discarded():
+    raw = [
+        _Annotation(warmup_label("train"), 0, 10),  # recorded so the next step's frees are known
+        _Annotation(step_label("train"), 20, 30),
+        _Annotation(step_label("loop"), 40, 90),  # a call whose tail (60-90) followed its last sbprof.step()
+        _Annotation(step_label("inner"), 50, 55),  # a step nested in it, not the one the marker belongs to
+        _Annotation(DISCARD_LABEL, 89, 89),
+        _Annotation(step_label("op"), 95, 99, annotation=False),  # an operator that happens to share the name
+    ]
+    assert step_windows(raw) == [StepWindow("train", 20, 30), StepWindow("inner", 50, 55)]

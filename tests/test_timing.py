@@ -1,6 +1,7 @@
 """The measuring core against ground truths: a known sleep, an independent
 perf_counter loop, a known allocation, and CUDA equivalents when present."""
 import statistics
+import threading
 import time
 
 import pytest
@@ -119,6 +120,39 @@ def test_threads_recorded_and_restored():
     m = measure(lambda: seen.append(torch.get_num_threads()), warmup=0, repeats=1, num_threads=other)
     assert m.cell.threads == other and seen == [other, other]  # the timed call and the memory call
     assert torch.get_num_threads() == before
+
+
+def test_concurrent_measurements_run_one_at_a_time():
+    calls = []  # (thread, start, end) of every call of the workload, across all measurements
+
+    def work():
+        t0 = time.perf_counter()
+        sum(range(50_000))  # under 1 ms of pure Python, holding the GIL
+        calls.append((threading.current_thread().name, t0, time.perf_counter()))
+
+    single = measure(work, warmup=1, repeats=15)
+    calls.clear()
+    results = {}
+    threads = [threading.Thread(target=lambda i=i: results.update({i: measure(work, warmup=1, repeats=15)}))
+               for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # Serialised: sorted by start time, each thread's calls form one unbroken run (4 runs, 17 calls each).
+    order = [thread for thread, _, _ in sorted(calls, key=lambda c: c[1])]
+    runs = [order[0]] + [b for a, b in zip(order, order[1:]) if a != b]
+    assert len(runs) == 4 and len(set(runs)) == 4, runs
+    reference = single.summary("wall_s").median
+    for m in results.values():
+        # each ran alone, so its median is the single-threaded one within this machine's noise
+        assert 0.67 < m.summary("wall_s").median / reference < 1.5, (m.summary("wall_s").median, reference)
+        assert m.memory.rss_method == single.memory.rss_method
+
+
+def test_measure_inside_a_measured_call_is_refused():
+    with pytest.raises(ConfigError, match="cannot nest"):
+        measure(lambda: measure(lambda: None, warmup=0, repeats=1), warmup=0, repeats=1)
 
 
 def test_min_time_extends_repetitions():

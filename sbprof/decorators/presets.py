@@ -8,10 +8,25 @@ from torch import profiler as tprof
 from sbprof.decorators.options import Options
 from sbprof.decorators.schedule import schedule
 from sbprof.decorators.targets import apply
+from sbprof.errors import ConfigError
+
+# ``@profile(...)`` (arguments, no target) returns a decorator; an explicit
+# ``profile(None)`` is a mistake (a target that is unset), not that form.
+_NO_TARGET: Any = object()
+
+
+def _decorate(func: Any, options: Options, name: str) -> Any:
+    """``options`` applied to ``func``, or the decorator that will apply them."""
+    if func is _NO_TARGET:
+        return lambda target: _decorate(target, options, name)
+    if func is None:
+        raise ConfigError(f"{name}(None): nothing to profile. Pass a function, class, Brain, pretrained "
+                          f"interface or module, or use @{name} / @{name}(...) as a decorator")
+    return apply(func, options)
 
 
 def profile(
-    func: Any = None,
+    func: Any = _NO_TARGET,
     class_hooks: Optional[Iterable[str]] = None,
     stages: Optional[Iterable[str]] = None,
     activities: Optional[Iterable[tprof.ProfilerActivity]] = None,
@@ -37,7 +52,9 @@ def profile(
     Arguments
     ---------
     func : callable, class or instance
-        What to profile (see :mod:`sbprof.decorators.targets`); ``None`` returns a decorator.
+        What to profile (see :mod:`sbprof.decorators.targets`); left out, a
+        decorator is returned (``@profile(...)``). Generator and ``async``
+        functions are refused (their body runs after the call returns).
     class_hooks : list of str
         Methods whose every call is one profiler step (default by kind of object).
     stages : list of str
@@ -72,9 +89,7 @@ def profile(
     """
     options = Options(class_hooks, stages, activities, schedule, on_trace_ready, record_shapes,
                       profile_memory, with_stack, with_flops, with_modules, modules)
-    if func is None:
-        return lambda target: apply(target, options)
-    return apply(func, options)
+    return _decorate(func, options, "profile")
 
 
 def _scheduled(func: Any, class_hooks: Optional[Iterable[str]], stages: Optional[Iterable[str]],
@@ -83,12 +98,10 @@ def _scheduled(func: Any, class_hooks: Optional[Iterable[str]], stages: Optional
     options = Options(class_hooks, stages, None, schedule(**schedule_args), None, record_shapes=detailed,
                       profile_memory=True, with_stack=detailed, with_flops=detailed, with_modules=False,
                       modules=modules)
-    if func is None:
-        return lambda target: apply(target, options)
-    return apply(func, options)
+    return _decorate(func, options, "profile_analyst" if detailed else "profile_optimiser")
 
 
-def profile_optimiser(func: Any = None, class_hooks: Optional[Iterable[str]] = None,
+def profile_optimiser(func: Any = _NO_TARGET, class_hooks: Optional[Iterable[str]] = None,
                       stages: Optional[Iterable[str]] = None, modules: Any = None, **schedule_args: int) -> Any:
     """Scheduled profile of steady-state steps, with low overhead (no shapes, stacks or FLOPs).
 
@@ -112,7 +125,7 @@ def profile_optimiser(func: Any = None, class_hooks: Optional[Iterable[str]] = N
     return _scheduled(func, class_hooks, stages, schedule_args, detailed=False, modules=modules)
 
 
-def profile_analyst(func: Any = None, class_hooks: Optional[Iterable[str]] = None,
+def profile_analyst(func: Any = _NO_TARGET, class_hooks: Optional[Iterable[str]] = None,
                     stages: Optional[Iterable[str]] = None, modules: Any = None, **schedule_args: int) -> Any:
     """Scheduled, fully detailed profile: shapes, stacks, memory and FLOPs.
 

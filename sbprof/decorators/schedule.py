@@ -19,10 +19,25 @@ DEFAULT_REPEAT = 1
 
 
 def step() -> None:
-    """Step the profiler of the innermost running decorated function (no-op if none).
+    """End one step of the innermost running decorated function (no-op outside one).
 
-    For a function that holds its own loop: call it once per iteration, and
-    the schedule counts iterations instead of calls.
+    For a function that holds its own loop: call it at the end of each
+    iteration (as torch's ``prof.step()``), and each iteration is one step,
+    scheduled, labelled, timed and reported on its own; what runs after the
+    last call is not a step.
+
+    Example
+    -------
+    >>> import torch
+    >>> from sbprof import profile_optimiser
+    >>> @profile_optimiser(wait=1, warmup=1, active=2)
+    ... def train():
+    ...     for _ in range(6):
+    ...         torch.ones(4).sum()
+    ...         step()
+    >>> prof = train()
+    >>> prof.step_num, prof.recorded_steps, len(prof.step_wall_s["train"])
+    (6, 2, 6)
     """
     prof = current_profiler()
     if prof is not None:

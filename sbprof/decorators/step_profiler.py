@@ -7,6 +7,13 @@ the profiler records around the steps (a training loop's data loading,
 validation batches that were not selected, the user's own code between calls)
 stays in the trace but not in the figures: :meth:`StepProfiler.events` keeps
 only what ran inside the selected steps.
+
+With a schedule, torch records nothing during a cycle's warm-up, so the first
+recorded step would free blocks of unknown size (gradients freed by
+``opt.zero_grad()`` at the top of a step were allocated in the step before):
+torch drops those frees and the step reads as if it kept that memory. So the
+warm-up steps are recorded here, labelled as warm-up and left out of every
+figure (:class:`LeadInSchedule`).
 """
 from __future__ import annotations
 
@@ -14,13 +21,14 @@ import contextlib
 import time
 import warnings
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 import torch
 from torch import profiler as tprof
 from torch.autograd.profiler_util import EventList
 
-from sbprof.events import MemoryRecord, SessionView, StepWindow, step_label
+from sbprof.events import DISCARD_LABEL, MemoryRecord, SessionView, StepWindow, step_label, warmup_label
 from sbprof.errors import MeasurementError
 from sbprof.record import Cell, Measurement
 
@@ -29,6 +37,44 @@ BRAIN_STAGES = ("train", "valid", "test")
 # A Brain profiled through fit() is profiled for training, through evaluate() for
 # evaluation: fit's validation batches are left out unless asked for.
 DEFAULT_BRAIN_STAGES = ("train", "test")
+REPORTED_ACTIONS = (tprof.ProfilerAction.RECORD, tprof.ProfilerAction.RECORD_AND_SAVE)
+
+
+class LeadInSchedule:
+    """The schedule torch runs: the user's, with the steps before each cycle's first reported step recorded.
+
+    Warm-up steps are recorded instead of only prepared; a cycle without
+    warm-up records the one step before its first reported step. Blocks
+    allocated there have known sizes when a reported step frees them. Which
+    steps are reported is still the user's schedule (:meth:`reports`).
+
+    Example
+    -------
+    >>> from torch.profiler import ProfilerAction, schedule
+    >>> lead_in = LeadInSchedule(schedule(wait=1, warmup=1, active=1))
+    >>> [lead_in(i).name for i in range(3)], [lead_in.reports(i) for i in range(3)]
+    (['NONE', 'RECORD', 'RECORD_AND_SAVE'], [False, False, True])
+    >>> no_warmup = LeadInSchedule(lambda i: ProfilerAction.RECORD_AND_SAVE if i == 2 else ProfilerAction.NONE)
+    >>> [no_warmup(i).name for i in range(3)], [no_warmup.reports(i) for i in range(3)]
+    (['NONE', 'RECORD', 'RECORD_AND_SAVE'], [False, False, True])
+    """
+
+    def __init__(self, user: Any):
+        self.user = user.user if isinstance(user, LeadInSchedule) else user
+
+    def reports(self, step_num: int) -> bool:
+        """Whether the user's schedule records step ``step_num`` (so its figures count)."""
+        return self.user(step_num) in REPORTED_ACTIONS
+
+    def __call__(self, step_num: int) -> tprof.ProfilerAction:
+        action = self.user(step_num)
+        if action == tprof.ProfilerAction.WARMUP or (action == tprof.ProfilerAction.NONE
+                                                     and self.reports(step_num + 1)):
+            return tprof.ProfilerAction.RECORD
+        return action
+
+    def __repr__(self) -> str:
+        return repr(self.user)
 
 
 class StepEvents(EventList):
@@ -41,6 +87,17 @@ class StepEvents(EventList):
         # Each session's parent/child tree was built when it was parsed; sessions
         # do not overlap in time, so the joined list needs no new links.
         self._tree_built = True
+
+
+@dataclass
+class _OpenStep:
+    """A step now running: its label, its clocks at start, and whether the code inside stepped."""
+
+    name: str
+    label: Any = None
+    wall0: float = 0.0
+    cpu0: float = 0.0
+    stepped_inside: bool = False
 
 
 def _sync() -> None:
@@ -75,6 +132,8 @@ class StepProfiler(tprof.profile):
         self.timing_only = activities is not None and len(list(activities)) == 0
         if self.timing_only:
             kwargs["activities"] = None
+        if kwargs.get("schedule") is not None:
+            kwargs["schedule"] = LeadInSchedule(kwargs["schedule"])
         super().__init__(*args, **kwargs)
         self.selected_steps = None if steps is None else frozenset(steps)
         self.running = False
@@ -82,7 +141,7 @@ class StepProfiler(tprof.profile):
         self.owns_steps = False  # set when hooks step it: outside step() calls are then ignored
         self.step_wall_s: Dict[str, List[float]] = defaultdict(list)
         self.step_cpu_s: Dict[str, List[float]] = defaultdict(list)
-        self._stepped_in_call = False
+        self._open: List[_OpenStep] = []  # the steps now running, innermost last
         self._sessions: List[Any] = []
         self._views: List[SessionView] = []
 
@@ -129,13 +188,21 @@ class StepProfiler(tprof.profile):
     def step(self) -> None:
         """Advance the schedule by one step.
 
-        Ignored when hooks take the steps (SpeechBrain's training loop calls
-        ``step()`` after each batch, which our hook already counted).
+        Inside a decorated function's call (``sbprof.step()``), the iteration
+        that ends here is one step and the next one begins; what runs after
+        the last call is not a step. Ignored when hooks take the steps
+        (SpeechBrain's training loop calls ``step()`` after each batch, which
+        our hook already counted).
         """
         if self.owns_steps:
             return
-        self._stepped_in_call = True
-        self._advance()
+        if not self._open:
+            self._advance()
+            return
+        running = self._open[-1]
+        self._end(running, counted=True)
+        running.stepped_inside = True  # so the call's end is not a step
+        self._begin(running)
 
     def _advance(self) -> None:
         if self.timing_only:
@@ -143,44 +210,64 @@ class StepProfiler(tprof.profile):
         else:
             super().step()
 
+    def _begin(self, running: _OpenStep) -> None:
+        """Open a step's label (a warm-up label when the schedule leaves it out) and start its clocks."""
+        left_out = self.has_schedule and self.selects(running.name) and not self.schedule.reports(self.step_num)
+        running.label = tprof.record_function((warmup_label if left_out else step_label)(running.name))
+        running.label.__enter__()
+        _sync()
+        running.wall0, running.cpu0 = time.perf_counter(), time.process_time()
+
+    def _end(self, running: _OpenStep, counted: bool) -> None:
+        """Close a step: a counted one is timed and advances the schedule, another is marked not a step."""
+        _sync()
+        elapsed, cpu = time.perf_counter() - running.wall0, time.process_time() - running.cpu0
+        if not counted:
+            with tprof.record_function(DISCARD_LABEL):
+                pass
+        running.label.__exit__(None, None, None)
+        if counted and self.selects(running.name):
+            self.step_wall_s[running.name].append(elapsed)
+            self.step_cpu_s[running.name].append(cpu)
+            self._advance()
+
     @contextlib.contextmanager
     def profiled_step(self, step: str) -> Iterator[None]:
         """Run one step: labelled in the trace, device-synchronised and timed.
 
         A selected step advances the schedule when it ends, unless the code
-        inside stepped the profiler itself (a function with its own loop).
+        inside stepped the profiler itself (a function with its own loop:
+        each ``step()`` ended one). A step that raises is not a step.
         """
-        self._stepped_in_call = False
-        with tprof.record_function(step_label(step)):
-            _sync()
-            c0, t0 = time.process_time(), time.perf_counter()
+        running = _OpenStep(step)
+        self._begin(running)
+        self._open.append(running)
+        try:
             yield
-            _sync()
-            elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
-        if self.selects(step):
-            self.step_wall_s[step].append(elapsed)
-            self.step_cpu_s[step].append(cpu)
-            if not self._stepped_in_call:
-                self._advance()
+        except BaseException:
+            self._open.pop()
+            self._end(running, counted=False)
+            raise
+        self._open.pop()
+        self._end(running, counted=not running.stepped_inside)
 
     # ------------------------------------------------------------ results
 
     def _read_sessions(self) -> List[SessionView]:
         for session in self._sessions[len(self._views):]:
             origin = self._views[0].origin_ns if self._views else None
-            self._views.append(SessionView(session, origin))
+            self._views.append(SessionView(session, origin, labelled=True))
         return self._views
 
     def _nothing_recorded(self) -> MeasurementError:
         if self.has_schedule:
-            first = next((i for i in range(FIRST_STEPS_SHOWN)
-                          if self.schedule(i) in (tprof.ProfilerAction.RECORD, tprof.ProfilerAction.RECORD_AND_SAVE)),
-                         None)
-            where = f"its first recorded step is step {first + 1}" if first is not None else "it records no step"
+            first = next((i for i in range(self.step_num, self.step_num + FIRST_STEPS_SHOWN)
+                          if self.schedule.reports(i)), None)
+            where = "it records no further step" if first is None else f"its first recorded step is step {first + 1}"
             return MeasurementError(
-                f"nothing was profiled yet: {self.step_num} step(s) taken and this schedule "
-                f"({self.schedule!r}) is still waiting ({where}). Each call of a decorated function, and each "
-                "hooked batch of a Brain or pretrained interface, is one step; a function that loops by itself "
+                f"nothing was profiled yet: no step was recorded in the {self.step_num} step(s) taken, and this "
+                f"schedule ({self.schedule!r}) is still waiting ({where}). Each call of a decorated function, and "
+                "each hooked batch of a Brain or pretrained interface, is one step; a function that loops by itself "
                 "calls sbprof.step() once per iteration")
         return MeasurementError("nothing was profiled yet: no profiled call has run")
 
@@ -191,20 +278,19 @@ class StepProfiler(tprof.profile):
             raise MeasurementError("this profiler was made with activities=() (timing only): it records no "
                                    "operator events; read step_wall_s / measurement() instead")
         views = self._read_sessions()
-        if not views:
-            raise self._nothing_recorded()
         events: List[Any] = []
         windows: List[StepWindow] = []
         memory: List[MemoryRecord] = []
         for view in views:
-            chosen = [w for w in view.windows if (w.step == step if step is not None else self.selects(w.step))
-                      or w.step == "session"]
+            chosen = [w for w in view.windows if (w.step == step if step is not None else self.selects(w.step))]
             windows += chosen
             events += view.events_in(chosen)
             memory += view.memory
-        if step is not None and not windows:
+        if step is not None and not windows and any(v.windows for v in views):
             raise MeasurementError(f"no recorded step is named {step!r}; recorded: "
                                    f"{sorted({w.step for v in views for w in v.windows})}")
+        if not windows:
+            raise self._nothing_recorded()
         first = views[0].function_events
         return StepEvents(events, windows, memory, use_device=first._use_device,
                           profile_memory=first._profile_memory, with_flops=first._with_flops)
@@ -240,7 +326,8 @@ class StepProfiler(tprof.profile):
 
         device = f"cuda:{torch.cuda.current_device()}" if torch.cuda.is_initialized() else "cpu"
         extra: Dict[str, Any] = {}
-        if not self.timing_only and self._sessions:
+        self.stop()  # as every read does: what ran so far becomes readable (a timing-only profiler has none)
+        if any(w.step == step for view in self._read_sessions() for w in view.windows):
             events = self.events(step)
             extra.update(recorded_steps=len(events.windows), operator_cpu_us=operator_cpu_us(events),
                          device_us=device_us(events))

@@ -15,15 +15,20 @@ are installed at the first step and removed when the session ends (``fit`` /
 
 On a ``Brain`` the steps are named by stage: ``fit_batch`` is ``train``,
 ``evaluate_batch`` is ``valid`` or ``test``; ``fit``/``evaluate`` bracket a
-session. SpeechBrain 1.x drives ``brain.profiler`` itself (``start`` per
-epoch, ``step`` per training batch, and it ends the process once
-``step_num > tot_prof_steps``); hooks take the steps, so its ``step`` calls
-are ignored and ``tot_prof_steps`` is set to infinity.
+session. A session profiles its own stages only (``fit``: ``train`` and
+``valid``; ``evaluate``: ``test``): an ``evaluate()`` called inside ``fit``
+(say at an epoch's end) is part of fit's session, its batches are not steps
+and do not advance the training schedule. SpeechBrain 1.x drives
+``brain.profiler`` itself (``start`` per epoch, ``step`` per training batch,
+and it ends the process once ``step_num > tot_prof_steps``); hooks take the
+steps, so its ``step`` calls are ignored and ``tot_prof_steps`` is set to
+infinity.
 """
 from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import logging
 import math
 from typing import Any, Callable, ContextManager, List, Optional, Tuple
@@ -32,7 +37,7 @@ import torch
 from torch import profiler as tprof
 
 from sbprof.decorators.options import Options
-from sbprof.decorators.step_profiler import StepProfiler
+from sbprof.decorators.step_profiler import BRAIN_STAGES, StepProfiler
 from sbprof.errors import ConfigError
 from sbprof.modules.attribution import ModuleAttribution
 
@@ -40,6 +45,7 @@ logger = logging.getLogger(__name__)
 
 BRAIN_STEP_HOOKS = ("fit_batch", "evaluate_batch")
 BRAIN_SESSION_HOOKS = ("fit", "evaluate")
+SESSION_STAGES = {"fit": ("train", "valid"), "evaluate": ("test",)}  # the stages each session runs itself
 PRETRAINED_STEP_HOOKS = (
     "transcribe_batch", "encode_batch", "classify_batch", "verify_batch", "separate_batch",
     "enhance_batch", "decode_batch", "get_speech_prob_chunk", "estimate_batch",
@@ -106,8 +112,22 @@ def make_attribution(obj: Any, options: Options, prof: StepProfiler) -> Optional
                              optimizers=optimizers)
 
 
+def _refuse_deferred_body(func: Callable) -> None:
+    """Refuse functions whose call returns before their body runs: the step would be empty."""
+    kind = ("a generator function" if inspect.isgeneratorfunction(func)
+            else "an async generator function" if inspect.isasyncgenfunction(func)
+            else "a coroutine function (async def)" if inspect.iscoroutinefunction(func) else None)
+    if kind is not None:
+        raise ConfigError(
+            f"cannot profile {getattr(func, '__qualname__', func)!r}: it is {kind}, so a call only creates "
+            "the generator or coroutine and its body runs later, outside the call (the step would hold "
+            "nothing). Decorate the plain function that does the work of one item, or profile the loop "
+            "that consumes it (a decorated function calling sbprof.step() once per item)")
+
+
 def profile_function(func: Callable, options: Options) -> Callable:
     """Wrap a function so each call is one profiled step (see the module docstring)."""
+    _refuse_deferred_body(func)
     for key, value in pending_options(func).items():
         setattr(options, key, value)
     step_name = getattr(func, "__name__", "call")
@@ -162,14 +182,17 @@ def _brain_step(name: str, args: tuple, kwargs: dict) -> str:
     return name
 
 
-def _hook_step(prof: StepProfiler, method: Callable, name: str, session: bool, brain: bool) -> Callable:
+def _hook_step(prof: StepProfiler, method: Callable, name: str, session: bool, brain: bool,
+               sessions: List[str]) -> Callable:
     @functools.wraps(method)
     def hooked(*args: Any, **kwargs: Any) -> Any:
         if prof.hook_depth > 0:  # a hooked method called from another one: one step, not two
             return method(*args, **kwargs)
+        step = _brain_step(name, args, kwargs) if brain else name
+        if sessions and step in BRAIN_STAGES and step not in SESSION_STAGES[sessions[0]]:
+            return method(*args, **kwargs)  # e.g. evaluate() inside fit: not a step of fit's session
         prof.hook_depth += 1
         prof.start()
-        step = _brain_step(name, args, kwargs) if brain else name
         try:
             with prof.profiled_step(step), module_step(prof, step):
                 return method(*args, **kwargs)
@@ -183,15 +206,20 @@ def _hook_step(prof: StepProfiler, method: Callable, name: str, session: bool, b
     return hooked
 
 
-def _hook_session(prof: StepProfiler, method: Callable) -> Callable:
+def _hook_session(prof: StepProfiler, method: Callable, name: str, sessions: List[str]) -> Callable:
+    """``fit``/``evaluate``: the outermost one runs the session, a nested one is part of it."""
     @functools.wraps(method)
     def hooked(*args: Any, **kwargs: Any) -> Any:
-        prof.start()
+        sessions.append(name)
+        if len(sessions) == 1:
+            prof.start()
         try:
             return method(*args, **kwargs)
         finally:
-            prof.stop()
-            close_modules(prof)
+            sessions.pop()
+            if not sessions:
+                prof.stop()
+                close_modules(prof)
 
     setattr(hooked, HOOK_ATTR, True)
     return hooked
@@ -235,11 +263,12 @@ def attach(obj: Any, options: Options) -> Any:
     # Without a schedule, a profiler is active only inside hooked calls. With one,
     # it runs from the first step until results are read, as the schedule wants.
     per_call_session = not brain and not prof.has_schedule
+    sessions: List[str] = []  # the Brain's fit/evaluate calls now running, outermost first
     for name in hooks:
-        setattr(obj, name, _hook_step(prof, getattr(obj, name), name, per_call_session, brain))
+        setattr(obj, name, _hook_step(prof, getattr(obj, name), name, per_call_session, brain, sessions))
     if brain:
         for name in BRAIN_SESSION_HOOKS:
-            setattr(obj, name, _hook_session(prof, getattr(obj, name)))
+            setattr(obj, name, _hook_session(prof, getattr(obj, name), name, sessions))
         obj.tot_prof_steps = math.inf
     obj.profiler = prof
     return obj

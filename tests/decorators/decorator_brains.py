@@ -51,3 +51,21 @@ def allocator_step_peaks(trace_dir: Path, device_type: int = 0):
                     rise = max(m["args"]["Total Allocated"] for m in inside) - base
                     peaks[(path.name, e["ts"])] = (e["name"], max(rise, 0))
     return list(peaks.values())
+
+
+def replay_peaks(raw_profiler, prefix):
+    """Per ``record_function`` label starting with ``prefix``: the highest net CPU bytes allocated since
+    it began, replayed here from a raw ``torch.profiler.profile(profile_memory=True)`` session's own
+    ``[memory]`` records (independent of sbprof's reading)."""
+    raw = list(raw_profiler.profiler.kineto_results.events())
+    memory = sorted((e.start_ns(), e.nbytes()) for e in raw
+                    if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU)
+    peaks = {}
+    for label in (e for e in raw if e.name().startswith(prefix)):
+        running = peak = 0
+        for t, nbytes in memory:
+            if label.start_ns() <= t <= label.end_ns():
+                running += nbytes
+                peak = max(peak, running)
+        peaks[label.name()] = peak
+    return peaks

@@ -5,12 +5,12 @@ import time
 
 import pytest
 import torch
-from decorator_brains import MiB, allocator_step_peaks, data, make_brain
-from torch.profiler import record_function
+from decorator_brains import MiB, allocator_step_peaks, data, make_brain, replay_peaks
+from torch.profiler import ProfilerAction, record_function
 
 from sbprof import (MeasurementError, events_diff, export, profile, profile_analyst, profile_optimiser,
-                    report_memory, report_time)
-from sbprof.events import is_operator
+                    report_memory, report_time, step)
+from sbprof.events import is_operator, peak_per_window
 
 PEAK = 32 * MiB
 
@@ -67,6 +67,89 @@ def test_memory_scheduled_function_with_its_own_loop():
             step()
 
     assert close_to(report_memory(loop()).cpu_bytes, PEAK)
+
+
+def mlp_step_loop(decorate, calls):
+    """The issue's loop: zero_grad at the top of each step (its gradients were allocated in the step before)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[torch.nn.Linear(1024, 1024) for _ in range(3)])
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(32, 1024)
+
+    @decorate
+    def train_step(x):
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+
+    for _ in range(calls):
+        train_step(x)
+    return train_step
+
+
+def labelled(fn):
+    """Each call under a ``truth:<i>`` label, for a raw profiler that records every call."""
+    count = [0]
+
+    def call(*args):
+        with record_function(f"truth:{count[0]}"):
+            count[0] += 1
+            return fn(*args)
+    return call
+
+
+@pytest.mark.filterwarnings("ignore:Profiler won't be using warmup")
+@pytest.mark.parametrize("args, calls", [
+    ({}, 10),  # the default schedule: wait 1, warm-up 2, active 5
+    ({"repeat": 2}, 16),  # the first recorded step of each cycle
+    ({"wait": 1, "warmup": 0, "active": 3, "repeat": 2}, 8),  # no warm-up: the step before is recorded
+])
+def test_first_recorded_step_sees_the_frees_of_the_step_before(args, calls):
+    prof = mlp_step_loop(profile_optimiser(**args), calls).profiler
+    events = prof.events()
+    reported = [cpu for cpu, _ in peak_per_window(events.memory, events.windows)]
+    # Ground truth: a raw profiler recording from before the first call, replayed by the test itself;
+    # torch's own schedule says which calls were recorded.
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as raw:
+        mlp_step_loop(labelled, calls)
+    truth = replay_peaks(raw, "truth:")
+    plan = torch.profiler.schedule(**{"wait": 1, "warmup": 2, "active": 5, **args})
+    recorded = [i for i in range(calls) if plan(i) in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)]
+    expected = [truth[f"truth:{i}"] for i in recorded]
+    assert prof.recorded_steps == len(recorded) == len(reported)
+    # exact: the same allocations, each free seen (the first recorded step read +12 MiB more before)
+    assert reported == expected, ([r / MiB for r in reported], [t / MiB for t in expected])
+    assert report_memory(prof).cpu_bytes == max(expected) < 1 * MiB
+
+
+def test_each_iteration_of_a_function_loop_is_a_step():
+    kept = []
+
+    @profile_optimiser  # default schedule: iterations 4 to 8 of 10 recorded
+    def train():
+        for _ in range(10):
+            kept.append(torch.ones(MiB // 4))  # each iteration allocates 1 MiB and keeps it
+            step()
+        torch.ones(8 * MiB // 4)  # after the last step(): not a step
+
+    prof = train()
+    assert prof.step_num == 10 and prof.recorded_steps == 5 and len(prof.step_wall_s["train"]) == 10
+    assert sum(e.count for e in prof.key_averages() if e.key == "aten::ones") == 5
+    # per iteration 1 MiB, not the 5 MiB the recorded iterations hold together, nor the tail's 8 MiB
+    assert report_memory(prof).cpu_bytes == MiB
+
+
+def test_a_step_that_raises_is_not_a_step():
+    @profile(profile_memory=True)
+    def fails():
+        torch.ones(MiB // 4)
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError):
+        fails()
+    assert fails.profiler.step_wall_s == {}
+    with pytest.raises(MeasurementError, match="nothing was profiled"):
+        report_memory(fails.profiler)
 
 
 def test_memory_does_not_add_up_over_sessions():
@@ -180,6 +263,24 @@ def test_time_matches_perf_counter_for_operator_bound_work():
     wall_us = (time.perf_counter() - t0) * 1e6
     cpu_us, _ = report_time(prof)
     assert 0.5 * wall_us < cpu_us <= wall_us
+
+
+@pytest.mark.parametrize("calls", [1, 2, 3])
+def test_reports_before_the_first_recorded_step_are_refused(calls):
+    @profile_optimiser  # wait 1, warm-up 2: the 4th call is the first recorded step
+    def f():
+        torch.ones(100) + 1
+
+    for _ in range(calls):
+        f()
+    for report in (report_time, report_memory):  # a zero here would read as a measured zero
+        with pytest.raises(MeasurementError, match=rf"no step was recorded in the {calls} step.*"
+                                                   r"first recorded step is step 4"):
+            report(f.profiler)
+    assert f.profiler.recorded_steps == 0
+    for _ in range(4 - calls):  # reading stopped the recording: the next calls resume it
+        f()
+    assert f.profiler.recorded_steps == 1 and report_time(f.profiler).cpu_us > 0
 
 
 def test_time_per_stage_on_a_brain():

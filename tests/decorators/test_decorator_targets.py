@@ -139,6 +139,30 @@ def test_invalid_hooks_stages_and_double_decoration():
         profile(f)
 
 
+def test_generators_and_coroutines_are_refused_when_decorated():
+    def gen():
+        yield torch.ones(1)
+
+    async def coroutine():
+        return torch.ones(1)
+
+    async def async_gen():
+        yield torch.ones(1)
+
+    for func, kind in ((gen, "a generator function"), (coroutine, "a coroutine function"),
+                       (async_gen, "an async generator function")):
+        for decorator in (profile, profile_optimiser, profile_analyst, profile(record_shapes=True)):
+            with pytest.raises(sbprof.SbprofError, match=f"it is {kind}.*runs later"):
+                decorator(func)
+
+
+def test_profile_of_none_is_refused():
+    for decorator in (profile, profile_optimiser, profile_analyst):
+        with pytest.raises(ConfigError, match=r"\(None\): nothing to profile"):
+            decorator(None)
+    assert callable(profile(record_shapes=True)) and callable(profile_optimiser(active=2))  # the decorator forms
+
+
 def test_reading_before_anything_ran_is_clear():
     model = profile(torch.nn.Linear(2, 2))
     with pytest.raises(sbprof.MeasurementError, match="nothing was profiled"):
