@@ -62,6 +62,8 @@ _NO_FLOP_NAMES = (
     "reflection_pad1d_backward", "reflection_pad2d_backward", "upsample_nearest1d", "upsample_nearest2d",
     "select_backward", "slice_backward", "unfold_backward", "as_strided_scatter", "slice_scatter",
     "select_scatter", "_local_scalar_dense",
+    # padded batch <-> nested tensor (nn.TransformerEncoder's inference path), and its alignment check
+    "_nested_tensor_from_mask", "_nested_tensor_from_mask_left_aligned", "to_padded_tensor",
     # creation, filling and random numbers
     "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like",
     "new_zeros", "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "fill", "fill_", "zero_",
