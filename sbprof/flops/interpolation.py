@@ -21,8 +21,8 @@ Source indices and weights are computed once per output position along each
 dimension, not per element: not counted. ``align_corners`` and the scale only
 move the taps. Interpolating integer images (``uint8``) costs 0 FLOPs.
 ATen's channels-last bilinear kernel (also picked for 3-channel images on one
-thread) multiplies precomputed weight products instead, fewer operations:
-not modelled, the count does not depend on the memory layout.
+thread) arranges the arithmetic differently: not modelled, the count does not
+depend on the memory layout.
 """
 from __future__ import annotations
 

@@ -20,8 +20,9 @@ Weight normalisation (``torch.nn.utils.weight_norm`` and
 ``parametrizations.weight_norm``, as in HiFi-GAN vocoders) reparametrises a
 weight ``w = g * v / ||v||``, the norm taken over every dimension but
 ``dim``. With ``dim`` the first or last dimension it runs as one fused
-operator, counted as its CPU kernel computes it; for ``n`` elements of ``v``
-in ``m`` groups (elements of ``g``):
+operator, counted as its CPU kernel computes it, per-group work included
+(the decomposed path counts it too); for ``n`` elements of ``v`` in ``m``
+groups (elements of ``g``):
 
 - forward ``3n + 2m``: the norm 2 per element (square, add) and a root per
   group, ``g / norm`` once per group, one multiply per element; exactly what
