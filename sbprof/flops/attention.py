@@ -24,11 +24,12 @@ sizes ``E`` (query/key) and ``Ev`` (value), per batch and head there are
 
 Masks and ``is_causal`` do not reduce the count: every score of the dense
 ``L x S`` matrix is counted, as the reference computes it (flash kernels skip
-about half of them when causal).
+about half of them when causal). A nested batch has no padding to mask: each
+of its sequences is counted at its own length.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from sbprof.flops.cost import Cost, Formula, arg, mac_cost, prod
 
@@ -146,6 +147,21 @@ def _low_level(q_index: int, cum_index: int, dropout_index: int, backward: bool,
     return formula
 
 
+def _lengths(batch: Any) -> List[int]:
+    """Sequence lengths of a batch-first ``(B, L, D)`` tensor, or of each ``(L_i, D)`` sequence
+    of a nested tensor (what ``nn.TransformerEncoder`` makes of a padded batch and its mask).
+
+    Example
+    -------
+    >>> import torch
+    >>> _lengths(torch.ones(2, 5, 8)), _lengths(torch.nested.nested_tensor([torch.ones(5, 8), torch.ones(3, 8)]))
+    ([5, 5], [5, 3])
+    """
+    if batch.is_nested:
+        return [int(size[0]) for size in batch._nested_tensor_size().tolist()]
+    return [int(batch.shape[1])] * int(batch.shape[0])
+
+
 def native_multi_head_attention(args: Tuple[Any, ...], kwargs: Dict[str, Any], out: Any) -> Cost:
     """``nn.MultiheadAttention``'s fused inference path, step by step as ATen computes it.
 
@@ -156,22 +172,31 @@ def native_multi_head_attention(args: Tuple[Any, ...], kwargs: Dict[str, Any], o
     ``average_attn_weights`` the head average of the weights (an add per
     score, a divide per averaged weight). This equals what the same module
     counts operator by operator in training mode.
+
+    Nested inputs (sequences of lengths ``L_i``, ``S_i``) are counted per
+    sequence: ``L_i`` query and ``S_i`` key tokens, ``L_i*S_i`` (query, key)
+    pairs, the sum over the batch of what each sequence costs alone. On the
+    CPU, ATen pads queries, keys and values to the longest sequence of the
+    batch for their bias add, the scaling and the two attention products (the
+    softmax runs per sequence); like the recomputation of flash kernels, that
+    is the kernel's choice, not counted.
     """
     query, key = args[0], args[1]
     embed_dim, heads = int(args[3]), int(args[4])
-    batch, length, keys = int(query.shape[0]), int(query.shape[1]), int(key.shape[1])
+    query_lengths, key_lengths = _lengths(query), _lengths(key)
+    tokens, keys = sum(query_lengths), sum(key_lengths)
+    pairs = sum(lq * lk for lq, lk in zip(query_lengths, key_lengths))
     need_weights = arg(args, kwargs, 10, "need_weights", True)
     average = arg(args, kwargs, 11, "average_attn_weights", True)
     head = embed_dim // heads
-    core = attention_cost((batch, heads, length, head), (batch, heads, keys, head), (batch, heads, keys, head),
-                          masked=arg(args, kwargs, 9, "mask") is not None)
-    projections = batch * embed_dim * embed_dim * (length + 2 * keys) + batch * length * embed_dim * embed_dim
-    biases = batch * embed_dim * (length + 2 * keys) + batch * length * embed_dim
-    scores = batch * heads * length * keys
+    core = attention_cost((heads, tokens, head), (heads, keys, head), (heads, keys, head),
+                          masked=arg(args, kwargs, 9, "mask") is not None, pairs=heads * pairs)
+    projections = embed_dim * embed_dim * (tokens + 2 * keys) + tokens * embed_dim * embed_dim
+    biases = embed_dim * (tokens + 2 * keys) + tokens * embed_dim
     # the fused kernel (and the module's training path) scales the queries only, not the keys
-    extra = core.flops - 2 * core.macs - batch * keys * embed_dim + biases
+    extra = core.flops - 2 * core.macs - keys * embed_dim + biases
     if need_weights and average:
-        extra += scores + batch * length * keys
+        extra += heads * pairs + pairs
     return mac_cost(core.macs + projections, extra)
 
 
@@ -179,7 +204,15 @@ def transformer_encoder_layer(args: Tuple[Any, ...], kwargs: Dict[str, Any], out
     """``nn.TransformerEncoderLayer``'s fused inference path: self-attention (no
     weights returned), two residual adds, two layer norms with affine
     (7 FLOPs per element, see :mod:`sbprof.flops.normalization`), the
-    feed-forward's two products with biases and its activation."""
+    feed-forward's two products with biases and its activation.
+
+    A dense ``(B, L, D)`` input is counted whole, padding included (a key
+    padding mask adds 1 per score). A nested input (``nn.TransformerEncoder``
+    in inference given ``src_key_padding_mask``) holds only the real tokens:
+    everything is counted on them, attention per sequence (see
+    :func:`native_multi_head_attention`), so the batch costs what its
+    sequences cost one by one.
+    """
     src, embed_dim, heads = args[0], int(args[1]), int(args[2])
     ffn_dim = int(args[14].shape[0])
     tokens = src.numel() // embed_dim

@@ -16,14 +16,16 @@ Conventions
   bare product, and MACs are never derived as FLOPs / 2.
 - Element-wise operators, activations and softmax: :mod:`sbprof.flops.pointwise`
   (1 FLOP per output element for arithmetic and elementary functions alike).
-- Normalisations: :mod:`sbprof.flops.normalization`; reductions and pooling:
-  :mod:`sbprof.flops.reduction`; attention: :mod:`sbprof.flops.attention`;
-  recurrent layers: :mod:`sbprof.flops.recurrent`; products, convolutions and
-  FFTs: :mod:`sbprof.flops.dense`.
+- Normalisations (weight normalisation included): :mod:`sbprof.flops.normalization`;
+  reductions and pooling: :mod:`sbprof.flops.reduction`; attention:
+  :mod:`sbprof.flops.attention`; recurrent layers: :mod:`sbprof.flops.recurrent`;
+  products, convolutions and FFTs: :mod:`sbprof.flops.dense`; upsampling
+  (interpolation): :mod:`sbprof.flops.interpolation`.
 - Only floating-point work counts: integer and boolean arithmetic (lengths,
   masks, indices) costs 0 FLOPs.
 - Counts are of the dense math on the shapes given (padding and masks
-  included); data-dependent shortcuts of a kernel are not modelled.
+  included; a nested tensor's sequences at their own lengths);
+  data-dependent shortcuts of a kernel are not modelled.
 - Operators that only move, view, create or select data (:data:`NO_FLOPS`)
   cost 0 by definition. Any other operator without a formula is reported by
   name as untracked, never silently counted as 0.
@@ -42,7 +44,7 @@ from typing import Dict, FrozenSet, Iterable, Optional
 
 import torch
 
-from sbprof.flops import attention, dense, normalization, pointwise, recurrent, reduction
+from sbprof.flops import attention, dense, interpolation, normalization, pointwise, recurrent, reduction
 from sbprof.flops.cost import Formula
 
 #: Conventions version, saved with every result so counts from different rules are never mixed.
@@ -59,9 +61,11 @@ _NO_FLOP_NAMES = (
     "clone", "copy_", "_to_copy", "contiguous", "cat", "stack", "repeat", "repeat_interleave", "flip",
     "roll", "tril", "triu", "_pack_padded_sequence", "_pad_packed_sequence", "constant_pad_nd",
     "reflection_pad1d", "reflection_pad2d", "replication_pad1d", "replication_pad2d",
-    "reflection_pad1d_backward", "reflection_pad2d_backward", "upsample_nearest1d", "upsample_nearest2d",
+    "reflection_pad1d_backward", "reflection_pad2d_backward",
     "select_backward", "slice_backward", "unfold_backward", "as_strided_scatter", "slice_scatter",
     "select_scatter", "_local_scalar_dense",
+    # padded batch <-> nested tensor (nn.TransformerEncoder's inference path), and its alignment check
+    "_nested_tensor_from_mask", "_nested_tensor_from_mask_left_aligned", "to_padded_tensor",
     # creation, filling and random numbers
     "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like",
     "new_zeros", "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "fill", "fill_", "zero_",
@@ -91,14 +95,15 @@ def _packets(names: Iterable[str]) -> Dict[str, torch._ops.OpOverloadPacket]:
 
 def _build() -> Dict[torch._ops.OpOverloadPacket, Formula]:
     table: Dict[torch._ops.OpOverloadPacket, Formula] = {}
-    for module in (pointwise, reduction, normalization, dense, attention, recurrent):
+    for module in (pointwise, reduction, normalization, dense, attention, recurrent, interpolation):
         for name, packet in _packets(module.FORMULAS).items():
             table[packet] = module.FORMULAS[name]
     return table
 
 
 #: Operators that do no floating-point arithmetic: 0 FLOPs, never reported as untracked.
-NO_FLOPS: FrozenSet[torch._ops.OpOverloadPacket] = frozenset(_packets(_NO_FLOP_NAMES).values())
+NO_FLOPS: FrozenSet[torch._ops.OpOverloadPacket] = frozenset(
+    _packets(_NO_FLOP_NAMES + interpolation.NEAREST).values())
 
 #: aten overload packet -> formula.
 FORMULAS: Dict[torch._ops.OpOverloadPacket, Formula] = _build()

@@ -1,4 +1,5 @@
-"""Formulas of layer, batch, group and instance normalisation (instance norm runs as batch norm).
+"""Formulas of layer, batch, group and instance normalisation (instance norm runs as batch norm),
+and of weight normalisation.
 
 Per element of the normalised input (``N`` elements):
 
@@ -14,6 +15,21 @@ Per element of the normalised input (``N`` elements):
 
 Per-group scalars (one ``1/n``, ``+eps`` and square root per normalised
 group) are not counted: they are negligible beside the per-element work.
+
+Weight normalisation (``torch.nn.utils.weight_norm`` and
+``parametrizations.weight_norm``, as in HiFi-GAN vocoders) reparametrises a
+weight ``w = g * v / ||v||``, the norm taken over every dimension but
+``dim``. With ``dim`` the first or last dimension it runs as one fused
+operator, counted as its CPU kernel computes it, per-group work included
+(the decomposed path counts it too); for ``n`` elements of ``v`` in ``m``
+groups (elements of ``g``):
+
+- forward ``3n + 2m``: the norm 2 per element (square, add) and a root per
+  group, ``g / norm`` once per group, one multiply per element; exactly what
+  the decomposed path (any other ``dim``) counts operator by operator;
+- backward ``5n + 4m``: ``sum(grad_w * v)`` 2 per element, ``a * grad_w - b * v``
+  3 per element, and per group ``grad_g = sum / norm``, ``a = g / norm``,
+  ``b = a * grad_g / norm`` (4). Both gradients are always computed.
 """
 from __future__ import annotations
 
@@ -90,6 +106,23 @@ def group_norm_backward(args: Tuple[Any, ...], kwargs: Dict[str, Any], out: Any)
     return _backward(args[1], args[4], True, args[9])
 
 
+def weight_norm(args: Tuple[Any, ...], kwargs: Dict[str, Any], out: Any) -> Cost:
+    """``_weight_norm_interface(v, g, dim)``: ``3n + 2m``.
+
+    Example
+    -------
+    >>> import torch
+    >>> weight_norm((torch.ones(6, 4, 3), torch.ones(6, 1, 1)), {}, None).flops == 3 * 72 + 2 * 6
+    True
+    """
+    return flop_cost(3 * args[0].numel() + 2 * args[1].numel())
+
+
+def weight_norm_backward(args: Tuple[Any, ...], kwargs: Dict[str, Any], out: Any) -> Cost:
+    """``_weight_norm_interface_backward(grad_w, saved_v, saved_g, saved_norms, dim)``: ``5n + 4m``."""
+    return flop_cost(5 * args[1].numel() + 4 * args[2].numel())
+
+
 FORMULAS: Dict[str, Formula] = {
     "native_layer_norm": layer_norm,
     "native_batch_norm": batch_norm,
@@ -99,4 +132,6 @@ FORMULAS: Dict[str, Formula] = {
     "native_batch_norm_backward": batch_norm_backward,
     "cudnn_batch_norm_backward": cudnn_batch_norm_backward,
     "native_group_norm_backward": group_norm_backward,
+    "_weight_norm_interface": weight_norm,
+    "_weight_norm_interface_backward": weight_norm_backward,
 }

@@ -9,8 +9,9 @@ Where and why they differ (torch 2.14, CPU):
 
 - FlopCounterMode has no formula for ``_scaled_dot_product_flash_attention_for_cpu``
   (SDPA on CPU), ``_native_multi_head_attention`` (``nn.MultiheadAttention``'s
-  inference fast path) or ``mkldnn_rnn_layer`` (``nn.LSTM``): it counts 0 for
-  them. On torchaudio's Conformer this drops the attention (its
+  inference fast path), ``_transformer_encoder_layer_fwd`` (``nn.TransformerEncoder``'s)
+  or ``mkldnn_rnn_layer`` (``nn.LSTM``): it counts 0 for them. It prices
+  products only: upsampling and weight norm count 0 too. On torchaudio's Conformer this drops the attention (its
   ``nn.MultiheadAttention`` calls SDPA); sbprof counts it.
 - sbprof also counts the work that is not a product (bias adds inside
   ``addmm`` and convolutions, activations, normalisations, softmax,
@@ -91,22 +92,40 @@ def test_products_agree_operator_by_operator(make_model, shape):
     assert ours and ours == theirs
 
 
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors:UserWarning")
 def test_where_flop_counter_mode_counts_nothing():
-    """SDPA on CPU, the MHA inference fast path and the oneDNN LSTM: 0 for FlopCounterMode."""
+    """SDPA on CPU, the MHA and TransformerEncoder inference fast paths (dense, or nested given a
+    padding mask), the oneDNN LSTM; upsampling and weight norm, not products: 0 for FlopCounterMode."""
     q = torch.randn(2, 4, 10, 8)
     sdpa = torch.nn.functional.scaled_dot_product_attention
     mha = torch.nn.MultiheadAttention(16, 4, batch_first=True).eval()
     x = torch.randn(2, 10, 16)
     lstm = torch.nn.LSTM(16, 8, batch_first=True)
+    layer = torch.nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True)
+    encoder = torch.nn.TransformerEncoder(layer, 2).eval()
+    padding = torch.arange(10)[None] >= torch.tensor([10, 6])[:, None]  # lengths 10 and 6
+
+    def encoder_macs(tokens, pairs):  # in-projection, QK^T and PV, out-projection, feed-forward; 2 layers
+        return 2 * (tokens * 16 * 48 + 2 * pairs * 16 + tokens * 16 * 16 + 2 * tokens * 16 * 32)
+
     cases = [(lambda: sdpa(q, q, q), 2 * 4 * 10 * 10 * 16),
              (lambda: mha(x, x, x), 2 * 10 * 16 * 48 + 2 * 10 * 10 * 32 + 2 * 10 * 16 * 16),
+             (lambda: encoder(x), encoder_macs(20, 2 * 10 * 10)),
+             (lambda: encoder(x, src_key_padding_mask=padding), encoder_macs(16, 10 * 10 + 6 * 6)),
              (lambda: lstm(x), 2 * 10 * (16 + 8) * 32)]
+    image, v, g = torch.randn(1, 2, 5, 4), torch.randn(6, 4, 3), torch.rand(6, 1, 1)
+    not_products = [(lambda: torch.nn.functional.interpolate(image, scale_factor=2, mode="bilinear"), 160 * 9),
+                    (lambda: torch._weight_norm(v, g, 0), 3 * 72 + 2 * 6)]
     for call, macs in cases:
         with torch.no_grad():
             with FlopCounterMode(display=False) as mode:
                 call()
             ours = count_flops(_Call(call))
         assert mode.get_total_flops() == 0 and ours.macs == macs
+    for call, flops in not_products:
+        with FlopCounterMode(display=False) as mode:
+            call()
+        assert mode.get_total_flops() == 0 and count_flops(_Call(call)).flops == flops
 
 
 class _Call(torch.nn.Module):
