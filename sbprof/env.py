@@ -43,6 +43,30 @@ def _git_commit() -> Optional[str]:
         return None
 
 
+def _llc_bytes() -> Optional[int]:
+    """The CPU's last-level cache (the highest level holding data), from sysfs; ``None`` where it is not listed.
+
+    A working set that outgrows it runs at memory bandwidth instead of cache
+    bandwidth: predictions never carry a cost model across that line.
+    """
+    best: Optional[tuple] = None
+    for index in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*"):
+        try:
+            with open(f"{index}/type") as f:
+                kind = f.read().strip()
+            with open(f"{index}/level") as f:
+                level = int(f.read())
+            with open(f"{index}/size") as f:
+                text = f.read().strip()
+        except (OSError, ValueError):
+            continue
+        units = {"K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}
+        size = int(text[:-1]) * units[text[-1]] if text[-1:] in units else int(text or 0)
+        if kind in ("Unified", "Data") and (best is None or level > best[0]):
+            best = (level, size)
+    return best[1] if best else None
+
+
 def _gpu_name(torch: Any) -> str:
     """The first GPU's name, read without initialising CUDA in this process.
 
@@ -84,6 +108,7 @@ def collect_env() -> Env:
         platform=platform.platform(),
         cpu=_cpu_name(),
         cpu_count=os.cpu_count() or 1,
+        llc_bytes=_llc_bytes(),
         torch=torch.__version__,
         torchaudio=_version("torchaudio"),
         speechbrain=_version("speechbrain"),
@@ -105,3 +130,56 @@ def load_average() -> Optional[float]:
         return os.getloadavg()[0]
     except (OSError, AttributeError):
         return None
+
+
+class OthersCpu:
+    """CPU time that other processes took while a region ran: ``with OthersCpu() as o: ...; o.cpu_s, o.wall_s``.
+
+    The machine's busy time (every core, from ``/proc/stat`` through psutil,
+    hypervisor steal included) minus this process's own (all its threads),
+    over the region. ``cpu_s / wall_s`` is how many cores others kept busy:
+    a worker with ``t`` threads on ``c`` cores competes for them once
+    ``t + cpu_s / wall_s > c``, which its thread count alone cannot show.
+    The kernel counts in ticks (10 ms), so short regions read coarsely:
+    readers sum regions before dividing. ``None`` fields where psutil cannot
+    read the counters.
+
+    Example
+    -------
+    >>> with OthersCpu() as others:
+    ...     _ = sum(range(10 ** 5))
+    >>> others.wall_s > 0 and (others.cpu_s is None or others.cpu_s >= 0)
+    True
+    """
+
+    def __enter__(self) -> "OthersCpu":
+        import time
+
+        import psutil
+
+        self._clock = time.perf_counter
+        self.cpu_s: Optional[float] = None
+        self.wall_s = 0.0
+        try:
+            self._start = (self._busy(psutil.cpu_times()), sum(psutil.Process().cpu_times()[:2]))
+        except (OSError, psutil.Error):
+            self._start = None
+        self._t0 = self._clock()
+        return self
+
+    @staticmethod
+    def _busy(times: Any) -> float:
+        return sum(getattr(times, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq", "steal"))
+
+    def __exit__(self, *exc: Any) -> None:
+        import psutil
+
+        self.wall_s = self._clock() - self._t0
+        if self._start is None:
+            return
+        try:
+            busy, own = self._busy(psutil.cpu_times()), sum(psutil.Process().cpu_times()[:2])
+        except (OSError, psutil.Error):
+            return
+        # Ticks of the machine and of the process are sampled at different instants: clip the small negatives.
+        self.cpu_s = max(0.0, (busy - self._start[0]) - (own - self._start[1]))

@@ -8,8 +8,13 @@ go; work linear in frames; attention's quadratic score maps) on the cells
 measured successfully,
 weighted in relative error (a term that comes out negative is dropped), and
 predicts the
-cells that were skipped or ran out of memory, each with a prediction
-interval. Predictions are derived on read, like every statistic, and kept
+cells that were skipped or ran out of memory, each with an interval
+calibrated on held-out cells, or, further out than those checks reach,
+only a lower bound (:func:`sbprof.analysis.costmodel.predict`). On a CPU,
+a cell whose predicted working set (the memory one batch adds) passes the
+last-level cache, where no measured cell went, gets a bound for its time:
+past the cache it runs at memory bandwidth, a regime the fit never saw.
+Predictions are derived on read, like every statistic, and kept
 apart from measured values in every output. Held-out validation refits on
 the triangle alone and predicts a fully measured corner, to show how far
 the predictions can be trusted. Pure functions of records.
@@ -19,7 +24,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from sbprof.analysis.costmodel import CostPoint, HeldOutReport, fit_cost_model, validate_held_out
+from sbprof.analysis.costmodel import CostPoint, HeldOutReport, predict, validate_held_out
 from sbprof.errors import ConfigError
 from sbprof.grid import triangle_skipped
 from sbprof.record import Measurement
@@ -57,19 +62,21 @@ FIGURES: Dict[str, Callable[[Sequence[Measurement]], Optional[float]]] = {
 
 @dataclass(frozen=True)
 class CellPrediction:
-    """One predicted figure of one unmeasured cell."""
+    """One predicted figure of one unmeasured cell: ``value [low, high]``, or, when ``beyond`` says why, only
+    the lower bound ``low`` (``None`` when no measured cell lies below)."""
 
     device: str
     threads: int
     audio_s: float
     batch_size: int
     figure: str
-    value: float
-    low: float
-    high: float
+    value: Optional[float]
+    low: Optional[float]
+    high: Optional[float]
     confidence: float
     why: str
     formula: str
+    beyond: Optional[str] = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -92,6 +99,25 @@ def _points(cells: Dict[GridKey, List[Measurement]], figure: str, keys: Sequence
     return points
 
 
+def _past_cache(cells: Dict[GridKey, List[Measurement]], fit_on: Sequence[GridKey],
+                targets: Sequence[GridKey]) -> Dict[Tuple[float, float], str]:
+    """Targets whose time must be a bound: predicted past the last-level cache when no fitted cell was (CPU)."""
+    rep = representative(next(iter(cells.values())))
+    llc = rep.env.llc_bytes if rep.env is not None else None
+    if llc is None or rep.cell.device.startswith("cuda"):
+        return {}
+    points = _points(cells, "batch_memory_bytes", fit_on)
+    if len(points) < 2 or max(p.value for p in points) > llc:
+        return {}
+    try:
+        _, memory = predict(points, [(b, a) for a, b in targets], TERMS)
+    except ConfigError:
+        return {}
+    return {(p.batch_size, p.seconds): f"its working set (~{p.value / 1e6:.0f} MB a batch adds, predicted) passes "
+            f"the {llc / 2 ** 20:.0f} MiB last-level cache, which no measured cell's did"
+            for p in memory if p.value is not None and p.value > llc}
+
+
 def predict_cells(records: Sequence[Measurement], confidence: float = 0.95) -> List[CellPrediction]:
     """Predictions for every skipped or out-of-memory cell, per setting and figure.
 
@@ -101,20 +127,21 @@ def predict_cells(records: Sequence[Measurement], confidence: float = 0.95) -> L
     out: List[CellPrediction] = []
     for (device, threads), cells in _by_setting(records).items():
         measured = [k for k, runs in cells.items() if any(m.ok for m in runs)]
-        wanted = {k: representative(runs).status for k, runs in cells.items()
+        wanted = {k: representative(runs).status for k, runs in sorted(cells.items())
                   if representative(runs).status in ("skipped", "oom")}
         if not wanted:
             continue
+        cache = _past_cache(cells, measured, list(wanted))
         for figure in FIGURES:
             try:
-                model = fit_cost_model(_points(cells, figure, measured), TERMS)
+                model, predictions = predict(_points(cells, figure, measured), [(b, a) for a, b in wanted], TERMS,
+                                             confidence, cache if figure == "time_s" else None)
             except ConfigError:
                 continue  # too few cells, or cells that cannot separate the terms
-            for (audio_s, batch_size), status in sorted(wanted.items()):
-                p = model.predict(batch_size, audio_s, confidence)
-                out.append(CellPrediction(device, threads, audio_s, batch_size, figure, p.value, p.low, p.high,
-                                          confidence, "out of memory" if status == "oom" else "skipped",
-                                          model.formula()))
+            for p, status in zip(predictions, wanted.values()):
+                out.append(CellPrediction(device, threads, p.seconds, int(p.batch_size), figure, p.value, p.low,
+                                          p.high, confidence, "out of memory" if status == "oom" else "skipped",
+                                          model.formula(), p.beyond))
     return out
 
 
@@ -139,10 +166,12 @@ def held_out_validation(records: Sequence[Measurement],
         triangle = [k for k in cells if k not in corner]
         if not corner:
             continue
+        cache = _past_cache(cells, triangle, corner)
         for figure in FIGURES:
             try:
                 out[(setting, figure)] = validate_held_out(_points(cells, figure, triangle),
-                                                           _points(cells, figure, corner), TERMS, confidence)
+                                                           _points(cells, figure, corner), TERMS, confidence,
+                                                           cache if figure == "time_s" else None)
             except ConfigError:
                 continue
     return out

@@ -7,6 +7,7 @@ is told by its runs, not by one run's batches. Pure functions of records.
 """
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -16,7 +17,7 @@ from sbprof.figures import batch_audio_seconds
 from sbprof.record import Cell, Measurement
 
 NOISE_WARNING_CV = 0.05
-"""A run-to-run coefficient of variation of the calibration workload above this is flagged."""
+"""A spread between processes of the reference batch above this is flagged."""
 
 
 def base_cell(cell: Cell) -> Tuple[Any, ...]:
@@ -60,41 +61,58 @@ def median_over_runs(runs: Sequence[Measurement], value: Any) -> Optional[float]
 
 @dataclass(frozen=True)
 class NoiseFloor:
-    """A calibrated workload measured in several fresh processes: how noisy this machine is now."""
+    """The reference batch timed at the start and end of every worker process of a setting: the run's noise floor.
+
+    ``run_cv``: spread between processes (standard deviation of the
+    logarithm of each process's reference figure, the geometric mean of its
+    start and end medians; ~ the coefficient of variation). ``drift_rel``:
+    median over processes of ``|log(end / start)|``, how far the machine moved
+    while one process measured its cells. ``median_s``: the reference's time.
+    """
 
     runs: int
     run_cv: float
-    within_run_iqr_rel: float
+    drift_rel: Optional[float]
     median_s: float
+    reference: str
 
     @property
     def high(self) -> bool:
         return self.run_cv > NOISE_WARNING_CV
 
     def describe(self) -> str:
-        text = (f"a fixed matrix-product workload ({1000 * self.median_s:.1f} ms) measured in {self.runs} fresh "
-                f"processes varied by {100 * self.run_cv:.1f} % between processes (coefficient of variation of "
-                f"their medians) and by +-{50 * self.within_run_iqr_rel:.1f} % within one (half the interquartile "
-                "range of its batches)")
+        drift = (f", and moved by {100 * self.drift_rel:.1f} % (median) from the start to the end of one process"
+                 if self.drift_rel is not None else "")
+        text = (f"the reference batch ({self.reference}, {1000 * self.median_s:.1f} ms), timed first and last in each "
+                f"of the {self.runs} worker processes, varied by {100 * self.run_cv:.1f} % between processes{drift}")
         if self.high:
             text += (f". **Above {100 * NOISE_WARNING_CV:.0f} %: differences smaller than that between cells or "
                      "runs are not distinguishable from this machine's noise.**")
         return text
 
 
-def noise_floor(calibration: Sequence[Measurement]) -> Optional[NoiseFloor]:
-    """The noise floor from calibration records (one per fresh process), or ``None`` with fewer than two.
+def noise_floor(references: Sequence[Measurement]) -> Optional[NoiseFloor]:
+    """The noise floor of one setting from its reference records (``extra.reference`` start or end, ``cell.run``
+    numbering the process), or ``None`` with fewer than two processes.
 
     Example
     -------
-    >>> recs = [Measurement(label="c", cell=Cell(run=i), wall_s=[t, t]) for i, t in enumerate([0.010, 0.011])]
-    >>> round(noise_floor(recs).run_cv, 3)
-    0.067
+    >>> recs = [Measurement(label="r", cell=Cell(run=i // 2, audio_s=1, batch_size=1), wall_s=[t, t],
+    ...                     extra={"reference": ("start", "end")[i % 2]})
+    ...         for i, t in enumerate([0.010, 0.010, 0.011, 0.011])]
+    >>> f = noise_floor(recs)
+    >>> round(f.run_cv, 3), f.drift_rel, f.reference
+    (0.067, 0.0, '1 s x 1')
     """
-    ok = [m for m in calibration if m.ok and m.wall_s]
-    if len(ok) < 2:
+    per_process: Dict[int, Dict[str, float]] = {}
+    for m in references:
+        if m.ok and m.wall_s and min(m.wall_s) > 0:
+            per_process.setdefault(m.cell.run, {})[m.extra.get("reference", "start")] = statistics.median(m.wall_s)
+    if len(per_process) < 2:
         return None
-    summary = summarise_runs([m.wall_s for m in ok])
-    medians = summary.run_medians
-    return NoiseFloor(runs=len(ok), run_cv=statistics.stdev(medians) / statistics.mean(medians),
-                      within_run_iqr_rel=summary.within_run_iqr_rel, median_s=statistics.median(medians))
+    figures = [math.exp(statistics.fmean(math.log(v) for v in p.values())) for p in per_process.values()]
+    drifts = [abs(math.log(p["end"] / p["start"])) for p in per_process.values() if len(p) == 2]
+    cell = next(m.cell for m in references)
+    return NoiseFloor(runs=len(figures), run_cv=statistics.stdev(math.log(f) for f in figures),
+                      drift_rel=statistics.median(drifts) if drifts else None,
+                      median_s=statistics.median(figures), reference=f"{cell.audio_s:g} s x {cell.batch_size}")

@@ -61,8 +61,11 @@ def test_cpu_time_of_busy_loop_on_one_thread_tracks_wall():
         while time.perf_counter() < end:
             pass
 
-    m = measure(spin, warmup=0, repeats=3, num_threads=1)
-    assert m.summary("cpu_s").median == pytest.approx(m.summary("wall_s").median, rel=0.35)
+    m = measure(spin, warmup=0, repeats=5, num_threads=1)
+    # A spin that is pre-empted runs as long (a wall-clock deadline) on less CPU: the least disturbed call
+    # shows CPU close to wall, and no call takes more CPU than wall on one thread.
+    assert max(m.cpu_s) == pytest.approx(0.03, rel=0.35)
+    assert all(c <= w + 0.002 for c, w in zip(m.cpu_s, m.wall_s))
 
 
 def _hold(mib):

@@ -4,12 +4,15 @@
 summarises each cell over its runs (the RTF interval, the within-run spread,
 the memory medians, the host/GPU busy split), predicts the cells that were
 skipped or ran out of memory, validates those predictions on a fully measured
-grid, reads the noise floor and the machine load, and lays out the plot's
+grid, reads each setting's noise floor (its reference batch, timed in every
+worker process) beside its cells' own spread between runs, and the CPU that
+other processes took while the cells were timed, and lays out the plot's
 lines. The renderers (:mod:`sbprof.report.sweep`) only format the
 :class:`SweepSummary` it returns. Pure: no torch, no clocks.
 """
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -24,7 +27,9 @@ from sbprof.stats import Stats, summarise
 
 GridKey = Tuple[float, int]
 SettingKey = Tuple[str, int]
-NOISE_FLOOR_RUNS = 4
+OVERSUBSCRIBED_SLACK = 0.1
+"""Cores of other processes' load tolerated beyond the machine's before a setting is flagged (the kernel's own
+housekeeping, the runner waiting on its pipe)."""
 
 
 @dataclass(frozen=True)
@@ -49,14 +54,38 @@ class SweepCell:
 
 
 @dataclass(frozen=True)
+class OthersLoad:
+    """The cores other processes kept busy while a setting's cells were timed.
+
+    ``mean``: their CPU time over all the cells' windows (summed before
+    dividing: one window is a few ticks); ``max_cell``: the highest of one cell
+    (summed over its runs); ``cells_over``: cells for which the worker's
+    threads plus the others' cores exceeded the machine's cores.
+    """
+
+    mean: float
+    max_cell: float
+    cells_over: int
+    cells: int
+
+
+@dataclass(frozen=True)
 class SweepSetting:
-    """One (device, threads) of one model: its cells and what the report says about them."""
+    """One (device, threads) of one model: its cells and what the report says about them.
+
+    ``noise``: the reference batch's spread between this setting's worker
+    processes; ``cells_cv``: the median over cells of their own spread
+    between runs (outliers left out), to be read against it.
+    """
 
     device: str
     threads: int
     cells: Dict[GridKey, SweepCell]
     cores: Optional[int]
     loads: Optional[Tuple[float, float]]
+    others: Optional[OthersLoad]
+    noise: Optional[NoiseFloor]
+    cells_cv: Optional[float]
     run_counts: Tuple[int, ...]
     target: Optional[float]
     max_runs: Any
@@ -68,6 +97,14 @@ class SweepSetting:
     @property
     def on_cuda(self) -> bool:
         return self.device.startswith("cuda")
+
+    @property
+    def oversubscribed(self) -> bool:
+        """More runnable threads than cores: the worker's own, or with the others' load counted."""
+        if not self.cores or self.on_cuda:
+            return False
+        return self.threads > self.cores or (self.others is not None and self.threads + self.others.mean
+                                             > self.cores + OVERSUBSCRIBED_SLACK)
 
 
 @dataclass(frozen=True)
@@ -112,7 +149,6 @@ class SweepSummary:
     records: List[Tuple[Measurement, Dict[str, Any]]]
     counts: Dict[str, int]
     env: Optional[Env]
-    noise: Optional[NoiseFloor]
     example_audio: Optional[str]
     input: str
     warmup: int
@@ -144,8 +180,22 @@ def _cell(runs: Sequence[Measurement], predictions: Dict[str, CellPrediction]) -
         predictions=predictions)
 
 
-def _setting(device: str, threads: int, records: List[Measurement], predicted: Dict[Tuple[GridKey, str], Any],
-             validate: bool) -> SweepSetting:
+def _others(groups: List[List[Measurement]], threads: int, cores: Optional[int]) -> Optional[OthersLoad]:
+    per_cell = []
+    for runs in groups:
+        timed = [m for m in runs if m.ok and m.extra.get("window_s")]
+        if timed:
+            per_cell.append((sum(m.extra["others_cpu_s"] for m in timed), sum(m.extra["window_s"] for m in timed)))
+    if not per_cell:
+        return None
+    shares = [cpu / wall for cpu, wall in per_cell]
+    over = sum(1 for x in shares if cores and threads + x > cores + OVERSUBSCRIBED_SLACK)
+    return OthersLoad(mean=sum(c for c, _ in per_cell) / sum(w for _, w in per_cell), max_cell=max(shares),
+                      cells_over=over, cells=len(per_cell))
+
+
+def _setting(device: str, threads: int, records: List[Measurement], references: List[Measurement],
+             predicted: Dict[Tuple[GridKey, str], Any], validate: bool) -> SweepSetting:
     groups = list(group_runs(records).values())
     cells = {}
     for runs in groups:
@@ -156,11 +206,13 @@ def _setting(device: str, threads: int, records: List[Measurement], predicted: D
     policy = next((c.rep.settings.get("repeats", {}) for c in ok), {})
     target = policy.get("target") if policy.get("runs") == "adaptive" else None
     several = [c for c in ok if c.over_runs is not None]
+    spreads = [c.over_runs.run_cv for c in several if c.over_runs.run_cv is not None]
     reports = held_out_validation(records) if validate else {}
+    cores = next((m.env.cpu_count for m in records if m.env is not None), None)
     return SweepSetting(
-        device=device, threads=threads, cells=cells,
-        cores=next((m.env.cpu_count for m in records if m.env is not None), None),
-        loads=(min(loads), max(loads)) if loads else None,
+        device=device, threads=threads, cells=cells, cores=cores,
+        loads=(min(loads), max(loads)) if loads else None, others=_others(groups, threads, cores),
+        noise=noise_floor(references), cells_cv=statistics.median(spreads) if spreads else None,
         run_counts=tuple(sorted({c.runs for c in ok})), target=target, max_runs=policy.get("max_runs"),
         met=sum(1 for c in several if not c.target_missed),
         levels=tuple(sorted({round(100 * c.over_runs.interval.confidence) for c in several})),
@@ -205,7 +257,8 @@ def _by_model(records: Sequence[Measurement]) -> Dict[Tuple[str, str], List[Meas
     return dict(sorted(grouped.items()))
 
 
-def _model(model: str, variant: str, group: List[Measurement], fill: bool, validate: bool) -> SweepModel:
+def _model(model: str, variant: str, group: List[Measurement], references: List[Measurement], fill: bool,
+           validate: bool) -> SweepModel:
     predicted = predict_cells(group) if fill else []
     by_setting: Dict[SettingKey, Dict[Tuple[GridKey, str], CellPrediction]] = {}
     for p in predicted:
@@ -217,7 +270,8 @@ def _model(model: str, variant: str, group: List[Measurement], fill: bool, valid
         name=f"{model} ({variant})" if variant else model, model=model, variant=variant or None,
         interface=group[0].settings.get("interface", "?"), method=group[0].settings.get("method"),
         audio_secs=sorted({m.cell.audio_s for m in group}), batch_sizes=sorted({m.cell.batch_size for m in group}),
-        settings=[_setting(d, t, settings[(d, t)], by_setting.get((d, t), {}), validate)
+        settings=[_setting(d, t, settings[(d, t)], [m for m in references if m.cell.setting == (d, t)],
+                           by_setting.get((d, t), {}), validate)
                   for d, t in sorted(settings, key=lambda k: setting_sort_key(*k))],
         plot=_plot(group), predicted=predicted)
 
@@ -229,13 +283,13 @@ def analyse(results: Results) -> SweepSummary:
     wanted = first.settings.get("predict", {}) if first else {}  # what the run asked for (older files: all)
     fill, validate = wanted.get("fill", True), wanted.get("validate", True)
     firsts = [representative(runs) for runs in group_runs(records).values()]
+    references = _by_model(results.calibration)
     return SweepSummary(
-        models=[_model(model, variant, group, fill, validate)
+        models=[_model(model, variant, group, references.get((model, variant), []), fill, validate)
                 for (model, variant), group in _by_model(records).items()],
         records=[(m, cell_figures(m)) for m in sorted(records, key=cell_sort_key)],
         counts={s: sum(m.status == s for m in firsts) for s in STATUSES},
         env=next((m.env for m in records if m.env is not None), None),
-        noise=noise_floor(results.calibration[-NOISE_FLOOR_RUNS:]),
         example_audio=first.settings.get("example_audio") if first else None, input=first.cell.input if first else "",
         warmup=first.warmup if first else 0,
         measured=results.rules.get("measured", len(first.wall_s) if first else 0), fill=fill, validate=validate)
@@ -245,14 +299,17 @@ def summary_block(results: Results) -> Dict[str, Any]:
     """The ``summary`` block of a sweep's results.json, for readers without sbprof (never read back as data).
 
     ``rtf``: per cell measured in several runs, the RTF over runs with both
-    intervals (next-run and the median's); ``predicted``: predicted cells,
-    kept apart from measured ones.
+    intervals (the typical value's and the order-statistics one for the
+    median) and ``outlier_runs``, the run numbers left out of the spread;
+    ``predicted``: predicted cells, kept apart from measured ones.
     """
     over_runs = []
     for runs in group_runs(results.records).values():
         summary = rtf_over_runs(runs)
         if summary is not None and summary.interval.runs > 1:
-            over_runs.append({"cell": runs[0].cell.to_dict(), **summary.to_dict()})
+            timed = [m for m in runs if m.ok and m.wall_s]  # the runs the summary holds, in its order
+            over_runs.append({"cell": runs[0].cell.to_dict(), **summary.to_dict(),
+                              "outlier_runs": [timed[i].cell.run for i in summary.interval.outliers]})
     predicted = [{"model": model, "variant": variant or None, **p.to_dict()}
                  for (model, variant), group in _by_model(results.records).items() for p in predict_cells(group)]
     return {"rtf": over_runs, "predicted": predicted}

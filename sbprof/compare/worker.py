@@ -2,7 +2,8 @@
 
 One fresh process per (setting, variant, run): it loads the variant once
 (:class:`~sbprof.models.source.LoadedModel`), then for each point of the
-varied dimension builds the input, makes ``warmup`` unmeasured calls, and
+varied dimension builds the input (before the first point, the process
+warm-up, :func:`sbprof.timing.warm_up_process`), makes ``warmup`` unmeasured calls, and
 opens an :class:`~sbprof.energy.meter.EnergyMeter` window around
 :func:`sbprof.timing.measure` (``measured`` timed calls, then the one call
 for memory). The record's energy therefore covers ``measured + 1`` calls,
@@ -26,7 +27,7 @@ from sbprof.memory import release_memory
 from sbprof.models.source import LoadedModel
 from sbprof.params import count_params
 from sbprof.record import Cell, Counts, Energy, Measurement
-from sbprof.timing import measure
+from sbprof.timing import measure, warm_up_process
 from sbprof.workers.cells import CellWorker, SetupError, serve_cells
 from sbprof.workers.protocol import one_line
 
@@ -89,6 +90,7 @@ class VariantWorker(CellWorker):
         if self.model.modules is not None:
             count = count_params(self.model.modules)
             self.counts = Counts(params=count.total, trainable_params=count.trainable)
+        self.warmed = False
         return {"sample_rate": rate, "load_s": time.perf_counter() - t0, "params": self.counts.params}
 
     def measure(self, item: Dict[str, Any]) -> Dict[str, Any]:
@@ -97,9 +99,13 @@ class VariantWorker(CellWorker):
         settings = dict(item["settings"], sample_rate=self.model.sample_rate, sample_rate_source=self.model.rate_source)
         call, seconds = self.model.prepare(cell.audio_s, cell.batch_size, self.example, cell.params.get("frames"),
                                            cfg.frame_shift_s)
+        warmed_up = None if self.warmed else warm_up_process(call)  # the process's, on its first point
+        self.warmed = True
         for _ in range(cfg.preamble.warmup):
             call()
         m = measure_energy_window(cfg, self.device, self.job["threads"], call, item["label"], cell)
+        if warmed_up is not None:
+            m.extra["process_warmup_calls"] = warmed_up
         m.audio_seconds, m.settings, m.counts = seconds, settings, self.counts
         m.warmup = cfg.preamble.warmup
         load = load_average()

@@ -35,14 +35,21 @@ FAILED = ("oom", "error")
 
 @dataclass
 class Item:
-    """One cell for a worker: its coordinates, its label and what the worker needs for it (JSON)."""
+    """One cell for a worker: its coordinates, its label and what the worker needs for it (JSON).
+
+    A ``calibration`` item is measured like the others but kept apart, in the
+    results' ``calibration`` list (e.g. a reference batch timed at the start
+    and end of every worker process, the run's noise floor): never resumed,
+    never counted as a cell, run only beside cells that need measuring.
+    """
 
     cell: Cell
     label: str
     payload: Dict[str, Any] = field(default_factory=dict)
+    calibration: bool = False
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"cell": self.cell.to_dict(), "label": self.label, **self.payload}
+        return {"cell": self.cell.to_dict(), "label": self.label, "calibration": self.calibration, **self.payload}
 
 
 @dataclass
@@ -65,8 +72,7 @@ class Batch:
     python : str
         The interpreter (a backend may need another one).
     store : str
-        ``records`` (default), ``calibration`` (noise-floor records, kept apart)
-        or ``extra`` (figures added to the stored record of each item's cell).
+        ``records`` (default) or ``extra`` (figures added to the stored record of each item's cell).
     resumable : bool
         Items whose cell is already stored are dropped before the worker starts.
     """

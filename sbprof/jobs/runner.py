@@ -153,17 +153,18 @@ class _Run:
 
     def batch(self, batch: Batch) -> bool:
         """Run ``batch``'s missing items in worker processes; True when a record was stored."""
-        items = [i for i in batch.items if not batch.resumable or needs_measuring(self.view, i.cell)]
-        if not items:
+        wanted = [i for i in batch.items
+                  if not i.calibration and (not batch.resumable or needs_measuring(self.view, i.cell))]
+        if not wanted:
             return False
+        items = [i for i in batch.items if i.calibration or i in wanted]
         done: Set[int] = set()
-        calibration: List[Measurement] = []
         setup: Dict[str, Any] = {}  # what the worker's setup found (e.g. a check), kept in the records of crashes
 
         def keep(index: int, m: Measurement) -> None:
             done.add(index)
-            if batch.store == "calibration":
-                calibration.append(m)
+            if items[index].calibration:
+                self.store.add_calibration([m])
                 return
             self.store.add(m)
             if batch.store == "records":
@@ -190,9 +191,7 @@ class _Run:
             for index in range(len(items)):
                 if index not in done:
                     keep(index, self._failed(batch, items[index], str(exc), setup))
-        if calibration:
-            self.store.add_calibration(calibration)
-        return batch.store != "calibration"
+        return True
 
     def _record(self, batch: Batch, item: Item, payload: Dict[str, Any]) -> Measurement:
         if batch.store == "extra":

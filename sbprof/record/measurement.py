@@ -139,6 +139,7 @@ class Env:
     hostname: str = ""
     cpu: str = ""
     cpu_count: int = 0
+    llc_bytes: Optional[int] = None
     torch: str = ""
     torchaudio: str = ""
     speechbrain: str = ""

@@ -49,21 +49,25 @@ def csv_row(m: Measurement, figures: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def predicted_rows(model: SweepModel) -> List[Dict[str, Any]]:
-    """One row per predicted cell of a model (status ``predicted``); its 95 % intervals in the message."""
+    """One row per predicted cell of a model (status ``predicted``); its 95 % intervals in the message, or, for a
+    figure beyond the measured range, an empty value and its lower bound."""
     rows: Dict[tuple, Dict[str, Any]] = {}
     for p in model.predicted:
         row = rows.setdefault((p.device, p.threads, p.audio_s, p.batch_size), {
             "model": model.model, "variant": model.variant, "device": p.device, "threads": p.threads,
             "audio_s": p.audio_s, "batch_size": p.batch_size, "batch_audio_s": p.audio_s * p.batch_size,
             "status": "predicted", "message": f"predicted ({p.why}); 95 % intervals:"})
+        name, scale = (("rtf", p.audio_s * p.batch_size) if p.figure == "time_s" else
+                       ("batch_memory_gb" if p.figure == "batch_memory_bytes" else "peak_memory_gb", 1e9))
+        if p.beyond is not None:
+            bound = f">= {p.low / scale:.4g}" if p.low is not None else "unbounded"
+            row["message"] += f" {name} beyond the measured range, {bound} ({p.beyond});"
+            continue
+        row["message"] += f" {name} [{p.low / scale:.4g}, {p.high / scale:.4g}];"
         if p.figure == "time_s":
-            audio = p.audio_s * p.batch_size
-            row["rtf_median"], row["wall_s_median"] = p.value / audio, p.value
-            row["message"] += f" rtf [{p.low / audio:.4g}, {p.high / audio:.4g}]"
+            row["rtf_median"], row["wall_s_median"] = p.value / scale, p.value
         else:
-            column = "batch_memory_gb" if p.figure == "batch_memory_bytes" else "peak_memory_gb"
-            row[column] = p.value / 1e9
-            row["message"] += f" {column} [{p.low / 1e9:.4g}, {p.high / 1e9:.4g}]"
+            row[name] = p.value / scale
     return [{k: ("" if row.get(k) is None else row.get(k, "")) for k in COLUMNS} for row in rows.values()]
 
 

@@ -11,7 +11,7 @@ from typing import Callable, Dict, Optional, Sequence
 from tabulate import tabulate
 
 from sbprof.analysis.sweep import GridKey, SweepCell
-from sbprof.report.format import MESSAGE_CHARS, bytes_in, sig3, status_text
+from sbprof.report.format import MESSAGE_CHARS, bytes_in, plural, sig3, status_text
 
 Render = Callable[[SweepCell], str]
 
@@ -47,13 +47,15 @@ def grid_table(cells: Dict[GridKey, SweepCell], audio_secs: Sequence[float], bat
 
 
 def rtf_text(cell: SweepCell) -> str:
-    """One run: ``median [q1, q3]`` of its batches; several: ``median [low, high] +-w% (n)``, ``*`` above target."""
+    """One run: ``median [q1, q3]`` of its batches; several: ``median [low, high] +-w% (n)`` (``n, k outlier``
+    when runs were left out of the spread), ``*`` above target."""
     if cell.one_run is not None:
         s = cell.one_run
         return f"{sig3(s.median)} [{sig3(s.q1)}, {sig3(s.q3)}]"
     i = cell.over_runs.interval
+    runs = f"{cell.runs}, {plural(len(i.outliers), 'outlier')}" if i.outliers else str(cell.runs)
     return (f"{sig3(i.median)} [{sig3(i.low)}, {sig3(i.high)}] ±{50 * cell.over_runs.within_run_iqr_rel:.1f}% "
-            f"({cell.runs}){'*' if cell.target_missed else ''}")
+            f"({runs}){'*' if cell.target_missed else ''}")
 
 
 def rtfx_text(cell: SweepCell) -> str:
@@ -73,26 +75,36 @@ def memory_text(which: str, unit: str) -> Render:
     return lambda cell: bytes_in(unit, getattr(cell, f"{which}_bytes"))
 
 
+BEYOND = "beyond the measured range"
+
+
 def rtfx_prediction_text(key: GridKey, cell: SweepCell) -> Optional[str]:
-    """``~value [low, high] (pred)`` in RTFx (audio seconds / predicted time) for a cell with a predicted time."""
+    """``~value [low, high] (pred)`` in RTFx (audio seconds / predicted time) for a cell with a predicted time;
+    beyond the measured range, ``<= bound`` (a time bounded below is an RTFx bounded above)."""
     p = cell.predictions.get("time_s")
-    if p is None or p.value <= 0:
+    if p is None:
         return None
     audio = key[0] * key[1]
+    if p.beyond is not None:
+        return f"{BEYOND}: <= {sig3(audio / p.low)}" if p.low else None
+    if p.value <= 0:
+        return None
     high = sig3(audio / p.low) if p.low > 0 else "inf"
     return f"~{sig3(audio / p.value)} [{sig3(audio / p.high)}, {high}] (pred)"
 
 
 def prediction_text(figure: str, unit: str) -> Callable[[GridKey, SweepCell], Optional[str]]:
-    """``~value [low, high] (pred)`` for a cell's predicted figure, in RTF for time or the unit for memory."""
+    """``~value [low, high] (pred)`` for a cell's predicted figure, in RTF for time or the unit for memory;
+    ``beyond the measured range: >= bound`` where only a lower bound is known."""
 
     def render(key: GridKey, cell: SweepCell) -> Optional[str]:
         p = cell.predictions.get(figure)
         if p is None:
             return None
-        if figure == "time_s":
-            audio = key[0] * key[1]
-            return f"~{sig3(p.value / audio)} [{sig3(p.low / audio)}, {sig3(p.high / audio)}] (pred)"
-        return f"~{bytes_in(unit, p.value)} [{bytes_in(unit, p.low)}, {bytes_in(unit, p.high)}] (pred)"
+        audio = key[0] * key[1]
+        text = (lambda v: sig3(v / audio)) if figure == "time_s" else (lambda v: bytes_in(unit, v))
+        if p.beyond is not None:
+            return f"{BEYOND}: >= {text(p.low)}" if p.low is not None else None
+        return f"~{text(p.value)} [{text(p.low)}, {text(p.high)}] (pred)"
 
     return render

@@ -44,6 +44,16 @@ def _load_text(s: SweepSetting) -> List[str]:
     if s.cores and s.threads > s.cores:
         lines += ["", f"**{plural(s.threads, 'thread')} on {s.cores} logical cores: oversubscribed, the threads "
                       "compete for cores.**"]
+    if s.others is not None:
+        o = s.others
+        text = (f"Machine load: other processes kept {o.mean:.2f} cores busy on average while these cells were timed "
+                f"(up to {o.max_cell:.2f} for one cell; their CPU time over the cells' wall time, from the kernel's "
+                f"counters), beside the worker's {plural(s.threads, 'thread')} on {s.cores} logical cores.")
+        if s.oversubscribed and s.threads <= (s.cores or 0):
+            text += (f" **Oversubscribed once the load is counted: {o.cells_over} of {o.cells} cells had more "
+                     "runnable threads than cores, so the worker waited for a core; read these times as upper "
+                     "bounds.**")
+        return lines + ["", text]
     if s.loads is None:
         return lines
     low, high = s.loads
@@ -55,6 +65,18 @@ def _load_text(s: SweepSetting) -> List[str]:
         text += (" **Above the core count: other processes competed for the CPU, "
                  "so read these times as upper bounds.**")
     return lines + ["", text]
+
+
+def _noise_text(s: SweepSetting) -> List[str]:
+    if s.noise is None:
+        return []
+    text = f"Noise floor: {s.noise.describe()}."
+    if s.cells_cv is not None:
+        # Twice the floor (and at least 1 %): beyond what the machine alone explains.
+        beyond = s.cells_cv > max(2 * s.noise.run_cv, 0.01)
+        text += (f" The cells themselves varied by {100 * s.cells_cv:.1f} % between runs (median over cells, "
+                 "outlying runs left out): " + ("more than the floor explains." if beyond else "what the floor explains."))
+    return ["", text]
 
 
 def _repeats_text(s: SweepSetting) -> List[str]:
@@ -79,18 +101,20 @@ def _rtf_definition(s: SweepSetting, n_measured: int) -> str:
     if not s.levels:
         return base + f"Each cell: median [first quartile, third quartile] over the {n_measured} measured batches."
     return base + (
-        "Each cell: median over runs [run-to-run interval] +-within-run spread (runs). The median over runs is the "
-        "median of each run's median batch; the interval is where a repeat of this sweep (as many runs) should put "
-        f"that median, with the confidence stated (here {', '.join(f'{c} %' for c in s.levels)}: a prediction interval "
-        "from the spread of the run medians, taken as log-normal, with Student's t; results.json's `summary` also keeps "
-        "the narrower confidence interval for the median itself); the +-% is half the median within-run interquartile range, "
-        "what one run's batches alone would suggest.")
+        "Each cell: median over runs [interval] +-within-run spread (runs). The median over runs is the median of "
+        "each run's median batch. The interval is where the typical value lies, the median that many more runs on "
+        f"this machine would give, at {', '.join(f'{c} %' for c in s.levels)}: Student's t on the logarithms of the "
+        "run medians; from 5 runs, a run more than 4.5 MADs from the others is an outlier, left out of the spread "
+        "and counted in the parentheses (results.json's `summary` names it, and keeps the order-statistics interval "
+        "for the median beside). The +-% is half the median within-run interquartile range, what one run's "
+        "batches alone would suggest.")
 
 
 def _setting_section(model: SweepModel, s: SweepSetting, n_measured: int, heading: str) -> List[str]:
     audio_secs, batch_sizes = model.audio_secs, model.batch_sizes
     lines = ["", f"{heading} {s.device}, {plural(s.threads, 'thread')}"]
     lines += _load_text(s)
+    lines += _noise_text(s)
     lines += _repeats_text(s)
     sub = heading + "#"
     lines += ["", f"{sub} Real-time factor (RTF)", "", _rtf_definition(s, n_measured),
@@ -123,8 +147,14 @@ def _setting_section(model: SweepModel, s: SweepSetting, n_measured: int, headin
                       "figure, by a cost model fitted on this setting's measured cells, time or memory = "
                       f"k0 + kL L + k1 B L + k2 B L^2 (B utterances of L seconds: per-call, per-decoding-step, "
                       f"per-frame and attention costs; e.g. time: {s.formula}), weighted in "
-                      "relative error, with a 95 % prediction interval in brackets. results.json keeps them in its "
-                      "`summary` block, apart from the measured records."]
+                      "relative error, with a 95 % prediction interval in brackets, calibrated on held-out cells: "
+                      "each measured cell predicted without itself, and from the cells smaller than it, the errors "
+                      "scaled by how far each prediction reached beyond its data (1 + log2 of the ratio of B L). A "
+                      "cell further out than twice the furthest such check, or whose working set passes the "
+                      "last-level cache when no measured cell's did (CPU time), shows `beyond the measured range: "
+                      ">= X`, where X is the largest measured cell with no more and no longer utterances: a bound, "
+                      "not a prediction. results.json keeps them in its `summary` block, apart from the measured "
+                      "records."]
     return lines + _held_out_lines(s, heading)
 
 
@@ -136,15 +166,17 @@ def _held_out_lines(s: SweepSetting, heading: str) -> List[str]:
                          ("peak_memory_bytes", "peak memory")):
         if figure in s.held_out:
             r = s.held_out[figure]
-            errors = ", ".join(f"{100 * c.rel_error:+.1f} %" for c in r.cells)
-            inside = sum(c.inside for c in r.cells)
-            table.append([name, f"{100 * r.median_abs_rel_error:.1f} %", errors,
-                          f"{inside} of {len(r.cells)}"])
+            errors = ", ".join("bound" if c.rel_error is None else f"{100 * c.rel_error:+.1f} %" for c in r.cells)
+            median = r.median_abs_rel_error
+            table.append([name, "n/a" if median is None else f"{100 * median:.1f} %", errors,
+                          f"{sum(c.inside for c in r.cells)} of {len(r.cells)}"])
     return ["", f"{heading}# Held-out validation of the predictions", "",
             "The whole grid was measured, so the cost model was also fitted on the triangle cells alone "
             "(SpeechBrain's rule) to predict the corner, and compared with what was measured there: relative "
-            "error = predicted / measured - 1.", "",
-            tabulate(table, headers=["figure", "median abs. error", "error per corner cell", "inside 95 % interval"],
+            "error = predicted / measured - 1 (`bound`: beyond the measured range, only a lower bound, which "
+            "holds when the measured value is at least that).", "",
+            tabulate(table, headers=["figure", "median abs. error", "error per corner cell",
+                                     "inside 95 % interval or above bound"],
                      tablefmt="github", disable_numparse=True)]
 
 
@@ -173,14 +205,12 @@ def render_markdown(summary: SweepSummary, title: str = "sbprof profiling report
         method = f", method `{model.method}`" if model.method else ""
         lines.append(f"- **Model**: `{model.name}` through `{model.interface}`{method}")
     counts = summary.counts
-    noise = [f"- **Noise floor**: {summary.noise.describe()}"] if summary.noise is not None else []
     lines += [
         f"- **Input**: {_input_text(summary)}",
         f"- **Schedule**: {plural(summary.warmup, 'warm-up batch', 'warm-up batches')}, "
         f"then {plural(summary.measured, 'measured batch', 'measured batches')} per cell, then one batch for memory; "
         "each (device, threads) setting runs in a fresh worker process",
         f"- **Environment**: {_env_text(summary.env)}",
-        *noise,
         f"- **Cells**: {counts['ok']} measured, {counts['skipped']} skipped, "
         f"{counts['oom']} out of memory, {counts['error']} failed",
         "",
@@ -194,8 +224,8 @@ def render_markdown(summary: SweepSummary, title: str = "sbprof profiling report
             lines += ["", f"## {model.name}"]
         if plots and model.name in plots:
             lines += ["", f"![RTF and memory versus audio length, {model.name}]({plots[model.name]})", "",
-                      "The plot: median RTF (left; the band is the interval the RTF table prints: run-to-run for "
-                      "cells measured in several runs, the batch quartiles for a cell measured once) and memory one "
+                      "The plot: median RTF (left; the band is the interval the RTF table prints: the typical "
+                      "value's for cells measured in several runs, the batch quartiles for a cell measured once) and memory one "
                       "batch adds (right) versus seconds of audio per utterance, one line per batch size and "
                       "setting; measured cells only."]
         for setting in model.settings:

@@ -7,16 +7,19 @@ in runs, each run in a fresh worker process, in interleaved passes
 (:func:`sbprof.jobs.plan.interleaved_passes`) until each cell's run-to-run
 interval meets ``repeats``. On CUDA settings, and with ``export_logs``, a
 ``profile`` worker then adds the profiled figures of each newly measured
-cell. ``noise_floor`` first times a fixed workload in fresh processes.
+cell. With ``noise_floor``, every measure worker also times the model's
+reference batch (the grid's smallest cell) first and last, kept apart as
+calibration records: the run's noise floor, measured throughout the run,
+on the model's own kind of work, in the processes the cells see.
 With ``predict.skip_predicted_over``, the corner of the grid waits for the
 first pass: the cells predicted to exceed the memory budget are skipped
 before they run.
 """
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from sbprof.audio import input_kind
 from sbprof.grid import cell_label, make_grid
@@ -27,11 +30,9 @@ from sbprof.models.source import fingerprint
 from sbprof.predictions import predict_cells
 from sbprof.record import Cell, Measurement
 from sbprof.record.results import Results
-from sbprof.sweep.schema import SweepConfig
+from sbprof.sweep.schema import MEASURED_MIN_S, SweepConfig
 
 TRACE_DIR = "traces"
-NOISE_FLOOR_RUNS = 4
-"""Fresh processes that time the calibration workload at the start of a run."""
 
 
 class Plan(JobPlan):
@@ -54,7 +55,8 @@ class Plan(JobPlan):
 
     def header(self) -> Results:
         src = self.cfg.pretrained_model
-        return self.results({"input": self.input, "warmup": self.pre.warmup, "measured": self.pre.measured},
+        return self.results({"input": self.input, "warmup": self.pre.warmup, "measured": self.pre.measured,
+                             "measured_min_s": MEASURED_MIN_S},
                               {src.name: {**src.describe(), "fingerprint": fingerprint(src)}})
 
     def cell(self, setting: Setting, audio_s: float, batch_size: int) -> Cell:
@@ -81,8 +83,6 @@ class Plan(JobPlan):
                     corner[setting].append(cell)  # decided after the first pass
                 else:
                     cells[setting].append(cell)
-        if self.cfg.noise_floor and any(cells.values()):
-            yield from self.noise_floor(view)
 
         def after_batch(batch: Batch) -> Iterable[Step]:
             # Stored only once a model loaded and the cells were found measurable: bad input leaves no file.
@@ -108,7 +108,8 @@ class Plan(JobPlan):
             return [Records(out)] if out else []
 
         def groups() -> List[Group]:
-            return [Group(cells[s], lambda chosen, s=s: self.batch(s, chosen, "measure")) for s in self.pre.settings]
+            return [Group(cells[s], lambda chosen, s=s: self.batch(s, chosen, "measure", view))
+                    for s in self.pre.settings]
 
         yield from interleaved_passes(view, groups, repeat_policy(self.pre.repeats), self.pre.seed, after_batch,
                                       after_pass)
@@ -119,24 +120,26 @@ class Plan(JobPlan):
         return Measurement(label=cell_label(cell), cell=cell, status="skipped", warmup=self.pre.warmup,
                            settings=self.settings, message=why)
 
-    def batch(self, setting: Setting, cells: List[Cell], mode: str) -> Batch:
+    def batch(self, setting: Setting, cells: List[Cell], mode: str, view: Optional[StoreView] = None) -> Batch:
         folder = Path(self.pre.output_folder)
         export = self.cfg.profiling_dimensions.export_logs
         payload = {"config": self.cfg.to_dict(), "device": setting.device, "threads": setting.threads, "mode": mode,
                    "trace_dir": str(folder / TRACE_DIR / setting.name) if export else None}
         items = [Item(c, cell_label(c), {"settings": self.settings}) for c in cells]
+        if mode == "measure" and self.cfg.noise_floor and view is not None:
+            items = self.references(setting, view, "start") + items + self.references(setting, view, "end")
         return Batch(name=f"{mode} worker for {setting.name}", module=self.worker, payload=payload, items=items,
                      log=f"worker-{setting.name}.log", env=worker_env(setting.threads),
                      store="extra" if mode == "profile" else "records", resumable=mode != "profile")
 
-    def noise_floor(self, view: StoreView) -> Iterator[Batch]:
-        """The calibration workload in fresh processes, stored apart from the cells."""
-        first = len(view.calibration())
-        for run in range(first, first + NOISE_FLOOR_RUNS):
-            cell = Cell(model="calibration", run=run)
-            yield Batch(name="noise-floor worker", module=self.worker, payload={"mode": "calibrate", "threads": 1},
-                        items=[Item(cell, "noise floor")], log="worker-noise-floor.log", env=worker_env(1),
-                        store="calibration", resumable=False)
+    def references(self, setting: Setting, view: StoreView, position: str) -> List[Item]:
+        """The reference batch (the grid's smallest cell) as a calibration item; its run numbers the process."""
+        dims = self.cfg.profiling_dimensions
+        reference = self.cell(setting, min(dims.audio_mockup_secs), min(dims.batch_sizes))
+        process = 1 + max((m.cell.run for m in view.calibration() if m.cell.setting == reference.setting
+                           and m.cell.model == reference.model), default=-1)
+        return [Item(replace(reference, run=process), f"reference batch ({position} of worker)",
+                     {"settings": self.settings, "position": position}, calibration=True)]
 
     def over_budget(self, view: StoreView, setting: Setting,
                     corner: List[Cell]) -> Tuple[List[Cell], List[Measurement]]:
@@ -155,9 +158,12 @@ class Plan(JobPlan):
         keep, skipped = [], []
         for cell in corner:
             p = predictions.get(cell.grid_key)
-            if p is not None and p.value > budget:
-                skipped.append(self.skipped(cell, f"predicted to need {p.value / 1e9:.2f} GB of peak memory, over the "
-                                                  f"{budget / 1e9:.2f} GB budget (predict.skip_predicted_over)"))
+            # Beyond the measured range only a lower bound is known: skipped when even that is over budget.
+            need = p.value if p is not None and p.beyond is None else (p.low if p is not None else None)
+            if need is not None and need > budget:
+                at_least = "" if p.beyond is None else "at least "
+                skipped.append(self.skipped(cell, f"predicted to need {at_least}{need / 1e9:.2f} GB of peak memory, "
+                                                  f"over the {budget / 1e9:.2f} GB budget (predict.skip_predicted_over)"))
             else:
                 keep.append(cell)
         return keep, skipped

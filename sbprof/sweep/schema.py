@@ -16,9 +16,14 @@ SCHEMA: Dict[str, Any] = {
     "noise_floor": None,
     "predict": {k: None for k in PREDICT_KEYS},
 }
+MEASURED_MIN_S = 0.25
+MEASURED_MAX = 30
+"""Measured batches go on past ``measured`` until they add up to ``MEASURED_MIN_S`` seconds (at most
+``MEASURED_MAX``): a fast cell's run median then rests on enough batches that one pre-empted batch cannot move
+it, for a fraction of a second, where one more run costs a process start and a model load."""
 REQUIRED = {"pretrained_model": ("source", "type"), "profiling_dimensions": ("audio_mockup_secs", "batch_sizes")}
-DEFAULTS = Defaults(warmup=1, measured=5, output_folder="results/profile",
-                    repeats=Repeats(runs="adaptive", target=0.03, min_runs=3, max_runs=6))
+DEFAULTS = Defaults(warmup=1, measured=3, output_folder="results/profile",
+                    repeats=Repeats(runs="adaptive", target=0.05, min_runs=4, max_runs=8))
 
 
 @dataclass(frozen=True)

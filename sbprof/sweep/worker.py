@@ -7,14 +7,18 @@ measurable at the model's sample rate (a length under one sample is bad
 input, not a failed cell), then for every cell builds the batch and, by the
 batch's mode:
 
-- ``measure``: times it with :func:`sbprof.timing.measure` (warm-up batches,
-  measured batches, then one call for the memory the batch adds);
+- ``measure``: after a process-level warm-up
+  (:func:`~sbprof.timing.warm_up_process` on the first item's batch, the
+  reference batch when there is one), times it with :func:`sbprof.timing.measure` (warm-up
+  batches, measured batches, more while they add up to less than
+  :data:`~sbprof.sweep.schema.MEASURED_MIN_S`, then one call for the memory the batch adds),
+  with the CPU time other processes took meanwhile
+  (:class:`~sbprof.env.OthersCpu`). Calibration items (the reference batch
+  at the start and end of the process) are timed the same way;
 - ``profile``: runs it under torch.profiler, after every cell of the setting
   was measured, in a process of its own so the profiler's memory and threads
   never touch a measured figure: on CUDA the host-busy / GPU-busy split
   (:mod:`sbprof.device_split`), and with ``export_logs`` a trace file;
-- ``calibrate`` (no model): the noise-floor workload, a fixed matrix-product
-  loop on one thread, timed like a cell.
 """
 from __future__ import annotations
 
@@ -28,19 +32,17 @@ import torch
 
 from sbprof.audio import load_example
 from sbprof.device_split import measure_device_split
-from sbprof.env import collect_env, load_average
+from sbprof.env import OthersCpu, collect_env, load_average
 from sbprof.errors import ConfigError
 from sbprof.memory import release_memory
 from sbprof.models.source import LoadedModel, ModelSource
 from sbprof.record import Cell
-from sbprof.timing import measure
+from sbprof.sweep.schema import MEASURED_MAX, MEASURED_MIN_S
+from sbprof.timing import measure, warm_up_process
 from sbprof.traces import profile_to_trace
 from sbprof.workers.cells import CellWorker, SetupError, serve_cells
 from sbprof.workers.protocol import one_line
 
-CALIBRATION_SIZE = 256
-CALIBRATION_PRODUCTS = 16
-"""The noise-floor workload: 16 products of 256 x 256 float32 matrices (0.54 GFLOP), about 10-30 ms on one core."""
 
 
 def device_memory_bytes(device: str) -> int:
@@ -51,13 +53,9 @@ def device_memory_bytes(device: str) -> int:
 
 
 class SweepWorker(CellWorker):
-    """Measures, profiles or calibrates the items of one batch (see the module docstring)."""
+    """Measures or profiles the items of one batch (see the module docstring)."""
 
     def setup(self) -> Dict[str, Any]:
-        if self.job["mode"] == "calibrate":
-            generator = torch.Generator().manual_seed(0)
-            self.calibration = torch.randn(CALIBRATION_SIZE, CALIBRATION_SIZE, generator=generator)
-            return {}
         config = self.job["config"]
         self.device = self.job["device"]
         self.warmup, self.measured = config["preamble"]["warmup"], config["preamble"]["measured"]
@@ -81,20 +79,28 @@ class SweepWorker(CellWorker):
             raise ConfigError(f"profiling_dimensions.audio_mockup_secs: {too_short} s is shorter than one sample at "
                               f"the model's {rate} Hz")
         self.memory_bytes = device_memory_bytes(self.device)
+        self.warmed = self.job["mode"] != "measure"
         return {"sample_rate": rate, "load_s": time.perf_counter() - t0}
 
     def measure(self, item: Dict[str, Any]) -> Dict[str, Any]:
-        if self.job["mode"] == "calibrate":
-            return self.calibrate(Cell.from_dict(item["cell"]))
         cell = Cell.from_dict(item["cell"])
         settings = dict(item["settings"], sample_rate=self.model.sample_rate,
                         sample_rate_source=self.model.rate_source)
         call, seconds = self.model.prepare(cell.audio_s, cell.batch_size, self.example)
         if self.job["mode"] == "profile":
             return self.profile(cell, call)
-        m = measure(call, warmup=self.warmup, repeats=self.measured, max_repeats=self.measured, device=self.device,
-                    num_threads=self.job["threads"], label=item["label"])
+        warmed_up = None if self.warmed else warm_up_process(call)
+        self.warmed = True
+        with OthersCpu() as others:
+            m = measure(call, warmup=self.warmup, repeats=self.measured, min_time_s=MEASURED_MIN_S,
+                        max_repeats=max(self.measured, MEASURED_MAX), device=self.device, num_threads=self.job["threads"], label=item["label"])
         m.cell, m.settings, m.audio_seconds = cell, settings, seconds
+        if others.cpu_s is not None:
+            m.extra.update(others_cpu_s=others.cpu_s, window_s=others.wall_s)
+        if item.get("position"):
+            m.extra["reference"] = item["position"]
+        if warmed_up is not None:
+            m.extra["process_warmup_calls"] = warmed_up
         load = load_average()
         if load is not None:
             m.extra["loadavg_1m"] = load
@@ -122,23 +128,8 @@ class SweepWorker(CellWorker):
             return {"extra_error": one_line(exc)}
         return super().failed(item, exc)
 
-    def calibrate(self, cell: Cell) -> Dict[str, Any]:
-        """Time the fixed workload: the same in every process, so only the machine varies."""
-        a = self.calibration
-
-        def work() -> None:
-            out = a
-            for _ in range(CALIBRATION_PRODUCTS):
-                out = torch.mm(a, out)
-
-        m = measure(work, warmup=2, repeats=10, max_repeats=10, num_threads=1, track_memory=False,
-                    label="noise floor", cell=cell,
-                    settings={"workload": f"{CALIBRATION_PRODUCTS} x mm {CALIBRATION_SIZE}x{CALIBRATION_SIZE} fp32"})
-        return m.to_dict()
-
     def release(self) -> None:
-        if self.job["mode"] != "calibrate":
-            release_memory(self.device)
+        release_memory(self.device)
 
 
 if __name__ == "__main__":

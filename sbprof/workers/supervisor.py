@@ -25,6 +25,8 @@ from sbprof.errors import ConfigError, MeasurementError
 
 # The folder holding the sbprof package: another interpreter finds sbprof there.
 SBPROF_ROOT = str(Path(__file__).resolve().parents[2])
+SETUP_TIMEOUT_MIN_S = 120.0
+"""The least time a worker gets to set up before it counts as hung, whatever the cells' ``timeout_s``."""
 
 
 def exit_text(returncode: int) -> str:
@@ -99,20 +101,27 @@ class Supervisor:
     on_loaded : callable, optional
         Called with the worker's ``loaded`` event, each time a worker is ready.
     timeout_s : float, optional
-        A worker silent for longer (no event while loading or inside one item) is
-        stopped: the item it was in is reported as hung, and a fresh worker goes on.
+        A worker silent for longer inside one item is stopped: the item is
+        reported as hung, and a fresh worker goes on.
+    setup_timeout_s : float, optional
+        The same while the worker sets up (imports, loads the model), which may
+        take far longer than one cell, more so on a loaded machine; default
+        ``max(timeout_s, SETUP_TIMEOUT_MIN_S)``. Silent past it, the batch fails.
     on_note : callable, optional
         Told, in one line, when a worker died between items and a fresh one took over.
     """
 
     def __init__(self, job: WorkerJob, on_result: OnResult, on_crash: OnCrash,
                  on_loaded: Optional[Callable[[Dict[str, Any]], None]] = None, timeout_s: Optional[float] = None,
-                 on_note: Optional[Callable[[str], None]] = None):
+                 on_note: Optional[Callable[[str], None]] = None, setup_timeout_s: Optional[float] = None):
         self.job = job
         self.on_result = on_result
         self.on_crash = on_crash
         self.on_loaded = on_loaded
         self.timeout_s = timeout_s
+        if setup_timeout_s is None and timeout_s is not None:
+            setup_timeout_s = max(timeout_s, SETUP_TIMEOUT_MIN_S)
+        self.setup_timeout_s = setup_timeout_s
         self.on_note = on_note
 
     def run(self) -> None:
@@ -164,7 +173,7 @@ class Supervisor:
             self.on_crash(started, message)
             finished.add(started)
         elif hung and started is None:
-            raise MeasurementError(f"{self.job.name}: no sign of life within {self.timeout_s:g} s while setting up; "
+            raise MeasurementError(f"{self.job.name}: no sign of life within {self.setup_timeout_s:g} s while setting up; "
                                    f"the worker was stopped (worker log: {self.job.log_path})")
         elif not finished:
             # No progress at all: respawning would loop forever.
@@ -195,6 +204,7 @@ class Supervisor:
         """Follow the worker's JSON lines: (last started item, finished items, fatal (kind, message), hung)."""
         started: Optional[int] = None
         finished: Set[int] = set()
+        self._limit = self.setup_timeout_s
         for line in self._lines(fd):
             if line is None:
                 return started, finished, None, True
@@ -202,8 +212,10 @@ class Supervisor:
             kind = event["event"]
             if kind == "fatal":
                 return started, finished, (event.get("kind", "load"), event["message"]), False
-            if kind == "loaded" and self.on_loaded is not None:
-                self.on_loaded(event)
+            if kind == "loaded":
+                self._limit = self.timeout_s
+                if self.on_loaded is not None:
+                    self.on_loaded(event)
             elif kind == "start":
                 started = event["index"]
             elif kind == "result":
@@ -218,7 +230,7 @@ class Supervisor:
         """
         buffer = b""
         while True:
-            ready, _, _ = select.select([fd], [], [], self.timeout_s)
+            ready, _, _ = select.select([fd], [], [], self._limit)
             if not ready:
                 yield None
                 return

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from sbprof.analysis.intervals import RepeatPolicy, interval_over_runs, next_run_interval, summarise_runs
+from sbprof.analysis.intervals import RepeatPolicy, interval_over_runs, outlier_runs, summarise_runs, typical_interval
 from sbprof.errors import ConfigError
 
 
@@ -42,36 +42,52 @@ def test_coverage_of_the_true_median_is_close_to_nominal(runs, sigma):
     assert 0.93 <= covered / trials <= 0.975
 
 
-def test_hand_computed_next_run_interval():
-    # logs of [e^-0.1, 1, e^0.1, e^0.2]: mean 0.05, sample sd sqrt(0.05 / 3); t(3, 97.5%) = 3.182446.
+def test_hand_computed_typical_interval():
+    # logs of [e^-0.1, 1, e^0.1, e^0.2]: sample sd sqrt(0.05 / 3); t(3, 97.5%) = 3.182446; 4 runs: no outlier test.
     medians = [math.exp(-0.1), 1.0, math.exp(0.1), math.exp(0.2)]
-    iv = next_run_interval(medians)
-    half = 3.182446 * math.sqrt(0.05 / 3) * math.sqrt(math.pi / 4)
+    iv = typical_interval(medians)
+    half = 3.182446 * math.sqrt(math.pi / 2) * math.sqrt(0.05 / 3) / 2
     centre = (1.0 + math.exp(0.1)) / 2
     assert iv.low == pytest.approx(centre * math.exp(-half), rel=1e-5)
     assert iv.high == pytest.approx(centre * math.exp(half), rel=1e-5)
-    assert (iv.median, iv.confidence, iv.runs, iv.min, iv.max) == (centre, 0.95, 4, medians[0], medians[-1])
-    single = next_run_interval([2.0])
+    assert (iv.median, iv.confidence, iv.runs, iv.min, iv.max, iv.outliers) == (centre, 0.95, 4, medians[0],
+                                                                                 medians[-1], ())
+    single = typical_interval([2.0])
     assert (single.low, single.high, single.confidence) == (2.0, 2.0, 0.0)
 
 
-@pytest.mark.parametrize("runs", [3, 4, 6, 10])
-@pytest.mark.parametrize("sigma", [0.1, 0.3])
-def test_next_run_interval_holds_on_a_repeat(runs, sigma):
-    # Two independent sweeps of `runs` lognormal run medians: the second sweep's median must fall inside
-    # the first's 95% interval in about 95% of experiments. The confidence interval for the median does
-    # not (it covers the true median, not another estimate of it): that is why reports print this one.
-    rng = np.random.default_rng(runs * 100 + int(sigma * 10))
-    trials = 2000
-    hits = ci_hits = 0
+def test_an_outlying_run_is_named_and_left_out_of_the_spread():
+    # Logs 0, +-0.01, +-0.02 and one at log(1.3) = 0.262: median 0, MAD 0.01 -> scale 0.0148, 4.5 scales = 0.067.
+    runs = [1.0, math.exp(0.01), math.exp(-0.01), math.exp(0.02), math.exp(-0.02), 1.3]
+    assert outlier_runs(runs) == (5,)
+    iv = typical_interval(runs)
+    kept = [0.0, 0.01, -0.01, 0.02, -0.02]  # sd sqrt(0.001 / 4); t(4, 97.5%) = 2.776445
+    half = 2.776445 * math.sqrt(math.pi / 2) * math.sqrt(0.001 / 4) / math.sqrt(5)
+    assert iv.outliers == (5,)
+    assert iv.high == pytest.approx(iv.median * math.exp(half), rel=1e-5)
+    assert iv.half_width_rel < 0.04
+    # Without the outlier test (4 runs are too few to tell), the same outlier blows the interval up.
+    assert typical_interval([1.0, math.exp(0.01), math.exp(-0.01), 1.3]).half_width_rel > 0.2
+    assert outlier_runs([1.0] * 5 + [1.3]) == ()  # no spread among the others: no scale to judge by
+
+
+@pytest.mark.parametrize("runs", [4, 5, 6, 8])
+@pytest.mark.parametrize("outlier", [False, True])
+def test_typical_interval_covers_the_true_median(runs, outlier):
+    # Lognormal runs, 3 % spread, true median 1; with `outlier`, one run moved by 1.3x or 0.85x (as seen here).
+    # The 95 % interval must cover 1 in at least 90 % of trials, and one outlier must not double its width.
+    rng = np.random.default_rng(runs * 10 + outlier)
+    trials, covered, widths = 2000, 0, []
     for _ in range(trials):
-        first, second = (np.exp(rng.normal(0.0, sigma, runs)).tolist() for _ in range(2))
-        repeat = float(np.median(second))
-        iv, ci = next_run_interval(first), interval_over_runs(first)
-        hits += iv.low <= repeat <= iv.high
-        ci_hits += ci.low <= repeat <= ci.high
-    assert 0.93 <= hits / trials <= 0.985
-    assert ci_hits / trials < 0.9
+        x = np.exp(rng.normal(0.0, 0.03, runs))
+        if outlier:
+            x[rng.integers(runs)] *= rng.choice([1.3, 0.85])
+        iv = typical_interval(x.tolist())
+        covered += iv.low <= 1.0 <= iv.high
+        widths.append(iv.half_width_rel)
+    assert 0.9 <= covered / trials <= (1.0 if outlier else 0.99)  # an outlier among 4 only widens it
+    if outlier and runs >= 5:
+        assert np.median(widths) < 0.07
 
 
 def test_within_target():
@@ -86,6 +102,7 @@ def test_summarise_runs_keeps_run_medians_and_within_run_spread():
     # Per-run IQR / median: 0.2 / 1, 0 / 2, 0.3 / 3 -> median 0.1.
     assert s.within_run_iqr_rel == pytest.approx(0.1)
     assert s.interval.median == 2.0 and s.to_dict()["interval"]["runs"] == 3
+    assert s.run_cv == pytest.approx(np.std(np.log([1.0, 2.0, 3.0]), ddof=1))
     assert s.interval.method != s.median_interval.method
     assert (s.median_interval.low, s.median_interval.high) == (1.0, 3.0)  # 3 runs: min-max
 
@@ -122,9 +139,18 @@ def test_policy_stops_at_cap_with_between_process_noise():
     rng = np.random.default_rng(1)
     policy = RepeatPolicy(target_rel=0.03, min_runs=3, max_runs=10)
     medians, decision = _run_until_stop(policy, lambda: float(np.exp(rng.normal(0, 0.10))))
-    # CV 10%: +-3% would need ~140 runs, so the cap stops it and says so.
+    # CV 10%: +-3% would need ~80 runs, so the cap stops it and says so.
     assert len(medians) == 10 and decision.target_met is False
     assert decision.interval.half_width_rel > 0.03 and "cap of 10 runs" in decision.reason
+
+
+def test_policy_measures_again_only_the_cell_with_an_outlying_run():
+    policy = RepeatPolicy(target_rel=0.05, min_runs=4, max_runs=8)
+    calm = [1.0, 1.01, 0.99, 1.005]
+    assert not policy.decide(calm).add_run
+    assert policy.decide(calm[:3] + [1.3]).add_run  # 4 runs, one far off: too wide
+    settled = policy.decide(calm[:3] + [1.3, 1.002])  # a fifth run: the outlier is named, the target met
+    assert not settled.add_run and settled.target_met and settled.interval.outliers == (3,)
 
 
 def test_policy_minimum_and_fixed_repeats():

@@ -295,31 +295,79 @@ def rtf_table(report):
 
 
 def test_runs_show_the_median_over_runs_and_its_interval():
-    # three runs at RTF 0.10, 0.11, 0.12: median 0.11; the next-run interval by hand: sd of the logs,
-    # t(2 degrees of freedom, 97.5 %) = 4.302653, half-width t * sd * sqrt(pi / 3) in log space.
+    # three runs at RTF 0.10, 0.11, 0.12: median 0.11; the typical-value interval by hand: sd of the logs,
+    # t(2 degrees of freedom, 97.5 %) = 4.302653, half-width t * sqrt(pi / 2) * sd / sqrt(3) in log space.
     import math
     import statistics
 
     records = grid_records(lambda a, b, r: 0.10 + 0.01 * r, [1], [1], runs=3)
     report = render_markdown(results(records))
     table, _ = rtf_table(report)
-    half = 4.302653 * statistics.stdev(math.log(x) for x in (0.10, 0.11, 0.12)) * math.sqrt(math.pi / 3)
+    half = 4.302653 * math.sqrt(math.pi / 2) * statistics.stdev(math.log(x) for x in (0.10, 0.11, 0.12)) / math.sqrt(3)
     low, high = (f"{0.11 * math.exp(h):.3g}" for h in (-half, half))
     assert table["1 s"]["1"] == f"0.110 [{low}, {high}] ±0.0% (3)*"  # * : +-3 % not reached
-    assert "(here 95 %" in report and "0 of 1 cells met the target" in report
+    assert "(results.json's `summary` names it" in report and "0 of 1 cells met the target" in report
 
 
-def test_noise_floor_is_stated_and_flagged_when_high():
-    calm = [Measurement(label="n", cell=Cell(model="calibration", run=i), wall_s=[0.0200 + 0.0001 * i] * 10)
-            for i in range(4)]
-    noisy = [Measurement(label="n", cell=Cell(model="calibration", run=i), wall_s=[0.02 * (1 + 0.2 * i)] * 10)
-             for i in range(4)]
+def test_an_outlying_run_is_counted_and_left_out_of_the_interval():
+    # Six runs at RTF 0.100 (+-0.001) and one at 0.130: the outlier is named, the interval stays narrow.
+    rtfs = [0.100, 0.101, 0.099, 0.1005, 0.0995, 0.130]
+    report = render_markdown(results(grid_records(lambda a, b, r: rtfs[r], [1], [1], runs=6)))
+    text = rtf_table(report)[0]["1 s"]["1"]
+    assert text.startswith("0.100 [0.099") and text.endswith("(6, 1 outlier)")
+
+
+def _reference(run, position, wall):
+    return Measurement(label="r", cell=Cell(model="m", device="cpu", threads=1, audio_s=1, batch_size=1,
+                                            input="random:seed=1234", run=run),
+                       wall_s=[wall] * 4, extra={"reference": position})
+
+
+def test_noise_floor_is_the_reference_batch_of_each_setting_and_flagged_when_high():
+    # Per process: start and end of the reference batch; calm: +-1 %, noisy: 20 % steps between processes.
+    calm = [_reference(p, pos, 0.0200 * (1 + 0.01 * (p % 2))) for p in range(4) for pos in ("start", "end")]
+    noisy = [_reference(p, pos, 0.02 * (1 + 0.2 * p)) for p in range(4) for pos in ("start", "end")]
+    records = grid_records(lambda a, b, r: 0.10 + 0.0005 * r, [1, 2], [1], runs=4)
     for calibration, flagged in ((calm, False), (noisy, True)):
-        r = results(measurements()[:1])
+        r = results(records)
         r.calibration = calibration
         report = render_markdown(r)
-        assert "- **Noise floor**: a fixed matrix-product workload" in report
+        assert "Noise floor: the reference batch (1 s x 1, " in report
+        assert "timed first and last in each of the 4 worker processes" in report
         assert ("not distinguishable from this machine's noise" in report) == flagged
+        # The cells' own spread (runs at 0.1000-0.1015: 0.6 %) beside the floor's.
+        assert "The cells themselves varied by 0.6 % between runs" in report
+
+
+def test_load_of_other_processes_flags_a_setting_that_fits_by_thread_count():
+    # Two threads on two cores, with others' CPU time over the cells' windows of 0.1 (calm) or 0.8 cores (busy).
+    from dataclasses import replace
+
+    from sbprof.record import Env
+
+    for others, flagged in ((0.1, False), (0.8, True)):
+        records = grid_records(lambda a, b, r: 0.1, [1, 2], [1], runs=2)
+        for m in records:
+            m.cell = replace(m.cell, threads=2)
+            m.env = Env(cpu_count=2)
+            m.extra.update(others_cpu_s=others * 0.5, window_s=0.5)
+        report = render_markdown(results(records))
+        assert f"other processes kept {others:.2f} cores busy on average" in report
+        assert ("**Oversubscribed once the load is counted: 2 of 2 cells" in report) == flagged
+
+
+def test_a_cell_too_far_out_is_a_bound_not_a_number():
+    # Time 0.01 + 0.02 B L, measured up to B L = 8; (32 s, x1) is 4x out (within twice the 2x held-out checks),
+    # (32 s, x2) 8x: only a bound, the largest measured cell below it, (4 s, x2): 0.17 s over 64 s of audio.
+    time_of = lambda a, b, r: (0.01 + 0.02 * a * b) / (a * b)  # noqa: E731 - RTF of that time
+    records = grid_records(time_of, [1, 2, 4, 32], [1, 2], skip={(32, 1), (32, 2)}, memory_of=lambda a, b: 1e8)
+    report = render_markdown(results(records))
+    table, _ = rtf_table(report)
+    assert table["32 s"]["1"].startswith("~0.0203 [") and table["32 s"]["1"].endswith("(pred)")
+    assert table["32 s"]["2"] == f"beyond the measured range: >= {0.17 / 64:.3g}"
+    rtfx = report.split("### RTFx", 1)[1].split("###", 1)[0]
+    assert "| beyond the measured range: <= 376 " in rtfx  # 64 s of audio in at least 0.17 s
+    assert "a bound, not a prediction" in report
 
 
 def test_skipped_cells_are_predicted_and_marked():
@@ -367,3 +415,10 @@ def test_csv_keeps_predictions_apart_from_measurements():
     assert float(predicted[0]["rtf_median"]) == pytest.approx(0.65 / 32, rel=1e-6)
     assert float(predicted[0]["peak_memory_gb"]) == pytest.approx(0.42, rel=1e-6)
     assert [r for r in rows if r["status"] == "skipped"][0]["rtf_median"] == ""  # the measured row stays empty
+    assert "rtf [0.02031, 0.02031];" in predicted[0]["message"]
+    # Beyond the measured range: no value, the bound and why in the message.
+    records = grid_records(time_of, [1, 2, 4, 32], [1, 2], skip={(32, 1), (32, 2)}, memory_of=lambda a, b: 1e8)
+    far = [r for r in csv.DictReader(io.StringIO(render_csv(results(records))))
+           if r["status"] == "predicted" and r["batch_size"] == "2"]
+    assert far[0]["rtf_median"] == "" and far[0]["wall_s_median"] == ""
+    assert f"rtf beyond the measured range, >= {0.17 / 64:.4g} (extrapolated 8x beyond" in far[0]["message"]

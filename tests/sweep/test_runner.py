@@ -19,6 +19,7 @@ from sbprof.record import Measurement
 from sbprof.report.format import sig3
 from sbprof.results import RESULTS_FILE, load_results
 from sbprof.sweep.config import load_config
+from sbprof.sweep.schema import MEASURED_MAX, MEASURED_MIN_S
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "sbprof" / "data" / "example_audio.wav"
 
@@ -44,6 +45,16 @@ def markdown_table(report: str, setting: str, heading: str) -> Dict[str, Dict[st
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in block.splitlines() if line.startswith("|")]
     header, body = rows[0], rows[2:]  # rows[1] is the |---| rule
     return {row[0]: dict(zip(header[1:], row[1:])) for row in body}
+
+
+def timed_as_the_rule_says(m: Measurement, measured: int) -> bool:
+    """At least ``measured`` batches, and more only while their sum was under ``MEASURED_MIN_S`` (at most
+    ``MEASURED_MAX``): read from the record's own raw samples."""
+    n = len(m.wall_s)
+    if n < measured or n > max(measured, MEASURED_MAX):
+        return False
+    return n == measured or (sum(m.wall_s[:-1]) < MEASURED_MIN_S and (sum(m.wall_s) >= MEASURED_MIN_S
+                                                                     or n == MEASURED_MAX))
 
 
 def busy_model(tmp_path: Path, rtf: float) -> Path:
@@ -75,7 +86,7 @@ def test_asr_models_end_to_end(tmp_path, model, interface, example, triangle):
             assert m.status == "skipped" and not m.wall_s
             continue
         assert m.status == "ok", m.message
-        assert len(m.wall_s) == 2 and m.warmup == 1
+        assert timed_as_the_rule_says(m, 2) and m.warmup == 1
         assert m.audio_seconds == key[0] * key[1]  # the batch holds what the row claims
         assert m.settings["sample_rate"] == 16000
         assert m.memory.peak_rss_bytes > 50e6 and m.memory.rss_method
@@ -154,12 +165,13 @@ def test_ground_truth_calibrated_matmuls(tmp_path):
 
     The model does 200 products of 128 x 128 matrices per second of audio and
     times that loop itself with perf_counter, logging one figure per call
-    (warm-up calls included). Both clocks run in the same moments, so load
+    (warm-up calls, the process's and each cell's, included). Both clocks run in the same moments, so load
     from other processes, which on a shared machine changes the cost of the
     same loop by 2-3x from one minute to the next, cancels out: a calibration
     taken at another time (or in another process) cannot be compared this
     tightly. The check: each measured batch is the logged call with the same
-    index after the warm-ups (warm-ups are not samples); its wall time
+    index after the warm-ups (warm-ups are not samples; as many batches as
+    the record holds); its wall time
     encloses the inner time (never less); the median excess, which is the
     call overhead outside the loop (make_call's closure, no_grad, the log
     write: tens of microseconds), stays under 1 ms + 5 %, a bound a
@@ -175,21 +187,26 @@ def test_ground_truth_calibrated_matmuls(tmp_path):
                             warmup=warmup, measured=measured)
     sweep(path)
     calls = [json.loads(line) for line in log.read_text().splitlines()]
-    per_cell = warmup + measured + 1  # then one call for memory, never timed
-    assert len(calls) == 2 * per_cell  # two cells, nothing called on the side
     data = json.loads((tmp_path / "out" / RESULTS_FILE).read_text())
     by_batch = {c["cell"]["batch_size"]: c for c in data["records"]}
-    for index, batch in enumerate([1, 2]):  # cells run in grid order
-        cell_calls = calls[index * per_cell:(index + 1) * per_cell]
-        assert all(c["batch"] == batch and c["samples"] == 8000 for c in cell_calls)
-        inner = [c["inner_s"] for c in cell_calls[warmup:warmup + measured]]
+    first = by_batch[1]["extra"]["process_warmup_calls"]  # the process warm-up, on the first cell's batch
+    assert first >= 3 and "process_warmup_calls" not in by_batch[2]["extra"]
+    start = 0
+    for batch in [1, 2]:  # cells run in grid order
         wall = by_batch[batch]["wall_s"]
+        # The process warm-up (first cell only), the warm-ups, the measured batches, one call for memory.
+        per_cell = (first if batch == 1 else 0) + warmup + len(wall) + 1
+        cell_calls = calls[start:start + per_cell]
+        start += per_cell
+        assert all(c["batch"] == batch and c["samples"] == 8000 for c in cell_calls)
+        inner = [c["inner_s"] for c in cell_calls[per_cell - 1 - len(wall):per_cell - 1]]
         assert all(w >= i for w, i in zip(wall, inner)), (wall, inner)
         excess = statistics.median(w - i for w, i in zip(wall, inner))
         assert excess <= 1e-3 + 0.05 * statistics.median(inner), (wall, inner)
         audio = 0.5 * batch
         assert by_batch[batch]["derived"]["rtf"]["median"] == pytest.approx(
             statistics.median(inner) / audio, rel=0.05, abs=1e-3 / audio)
+    assert len(calls) == start  # nothing called on the side
 
 
 def test_failing_cells_are_recorded_and_the_sweep_goes_on(tmp_path):
@@ -287,7 +304,8 @@ def test_traces_and_render_only(tmp_path):
     assert trace.parent == out / "traces" / "cpu-1threads"
     assert trace.name.startswith("0.5s_b1.") and trace.name.endswith(".pt.trace.json")
     assert "traceEvents" in json.loads(trace.read_text())
-    assert len(m.wall_s) == 2  # the profiled call is an extra one, not a timed batch
+    # 5 ms a batch: 30 batches (the cap, under 0.25 s); the profiled call is an extra one, not a timed batch.
+    assert len(m.wall_s) == MEASURED_MAX and timed_as_the_rule_says(m, 2)
 
     report = (out / "report.md").read_text()
     (out / "report.md").unlink()
@@ -309,7 +327,7 @@ def test_cuda_sweep_splits_host_and_gpu_busy_time(tmp_path):
         if m.cell.device == "cpu":  # the CPU setting on this GPU machine left CUDA alone
             assert m.extra["cuda_initialized"] is False and "device_split" not in m.extra
             continue
-        assert m.cell.device == "cuda:0" and len(m.cuda_s) == len(m.wall_s) == 2
+        assert m.cell.device == "cuda:0" and len(m.cuda_s) == len(m.wall_s) and timed_as_the_rule_says(m, 2)
         assert m.memory.peak_cuda_bytes > 0
         split = m.extra["device_split"]
         assert 0 < split["gpu_busy_s"] <= split["wall_s"] and 0 < split["host_busy_s"] <= split["wall_s"]
@@ -350,6 +368,18 @@ def test_real_human_speech_drives_beam_search(tmp_path, shared_dir):
     assert m.audio_seconds == 4  # the 1.8-3.2 s recording was tiled up to 4 s
 
 
+def test_a_process_warm_up_absorbs_the_slow_first_calls_of_a_fresh_process(tmp_path):
+    """Each process's calls spin 3x (0.15 s per audio second instead of 0.05) for their first 0.3 s: with one
+    warm-up batch per cell, the first cell timed would read them; the process-level warm-up takes them first."""
+    folder = write_model_folder(tmp_path / "cold", rtf=0.05, cold_s=0.3, cold_factor=3.0)
+    path = write_sweep_yaml(tmp_path / "s.yaml", str(folder), "fake_interfaces.BusyInterface", method="process",
+                            args=["wavs", "wav_lens"], lengths=[0.5], batch_sizes=[1, 2], measured=3, runs=2)
+    sweep(path)
+    walls = [(m.cell.batch_size, w / m.audio_seconds) for m in load_results(tmp_path / "out").records
+             for w in m.wall_s]
+    assert len(walls) >= 12 and all(0.05 <= rtf < 0.075 for _, rtf in walls), walls
+
+
 def test_fixed_repeats_measure_each_cell_in_fresh_processes(tmp_path):
     path = write_sweep_yaml(tmp_path / "s.yaml", str(busy_model(tmp_path, 0.05)), "fake_interfaces.BusyInterface",
                             method="process", args=["wavs", "wav_lens"], lengths=[0.5], batch_sizes=[1, 2], runs=3,
@@ -357,13 +387,23 @@ def test_fixed_repeats_measure_each_cell_in_fresh_processes(tmp_path):
     outcome = sweep(path)
     assert (len(outcome.cells), outcome.measured) == (2, 6)
     results = load_results(tmp_path / "out")
-    runs = sorted((m.cell.batch_size, m.cell.run, len(m.wall_s)) for m in results.records)
-    assert runs == [(b, r, 2) for b in (1, 2) for r in range(3)]  # every run keeps its own raw samples
+    runs = sorted((m.cell.batch_size, m.cell.run) for m in results.records)
+    assert runs == [(b, r) for b in (1, 2) for r in range(3)]  # every run keeps its own raw samples
+    # 25 and 50 ms a batch: about 10 and 5 batches reach 0.25 s.
+    assert all(timed_as_the_rule_says(m, 2) and len(m.wall_s) > 2 for m in results.records)
     log = (tmp_path / "out" / "logs" / "worker-cpu-1threads.log").read_text()
     assert log.count("--- measure worker") == 3  # one fresh process per run
-    assert len(results.calibration) == 4 and all(m.ok for m in results.calibration)
+    # The noise floor: the reference batch (the smallest cell, 0.5 s x 1: 0.025 s of spin) first and last in
+    # each of the 3 processes, kept apart from the cells.
+    references = sorted((m.cell.run, m.extra["reference"]) for m in results.calibration)
+    assert references == [(r, p) for r in range(3) for p in ("end", "start")]
+    assert all(m.ok and m.cell.grid_key == (0.5, 1) for m in results.calibration)
+    assert all(0.025 <= statistics.median(m.wall_s) < 0.035 for m in results.calibration)
+    # Each timed cell carries the CPU other processes took meanwhile, over a window that holds its calls.
+    assert all(m.extra["window_s"] >= sum(m.wall_s) and m.extra["others_cpu_s"] >= 0 for m in results.records)
     report = (tmp_path / "out" / "report.md").read_text()
-    assert "- **Noise floor**: a fixed matrix-product workload" in report
+    assert "Noise floor: the reference batch (0.5 s x 1, " in report
+    assert "timed first and last in each of the 3 worker processes" in report
     assert "each cell was measured in 3 fresh worker processes" in report and "(fixed repeats)" in report
     table = markdown_table(report, "cpu, 1 thread", "Real-time factor (RTF)")
     found = re.fullmatch(r"(0\.0\d+) \[(0\.0\d+), (0\.0\d+)\] ±\d+\.\d% \(3\)", table["0.5 s"]["1"])
@@ -379,7 +419,11 @@ def test_fixed_repeats_measure_each_cell_in_fresh_processes(tmp_path):
         assert sorted(entry["run_medians"]) == pytest.approx(by_run)
         assert entry["interval"]["median"] == pytest.approx(statistics.median(by_run))
         assert entry["median_interval"]["runs"] == entry["interval"]["runs"] == 3
-        assert entry["interval"]["low"] <= entry["median_interval"]["low"]  # the next-run interval is the wider
+        assert entry["interval"]["low"] <= entry["interval"]["median"] <= entry["interval"]["high"]
+        # 3 runs: the order-statistics interval is [min, max] of the run medians, at its exact 75 %.
+        assert (entry["median_interval"]["low"], entry["median_interval"]["high"]) == pytest.approx(
+            (by_run[0], by_run[-1]))
+        assert entry["outlier_runs"] == []  # too few runs to call one an outlier
 
 
 def test_adaptive_repeats_stop_at_the_target_or_the_cap(tmp_path):

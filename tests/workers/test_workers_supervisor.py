@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sbprof.errors import MeasurementError
-from sbprof.workers.supervisor import Supervisor, WorkerJob
+from sbprof.workers.supervisor import SETUP_TIMEOUT_MIN_S, Supervisor, WorkerJob
 
 HERE = Path(__file__).resolve().parent
 
@@ -54,4 +54,6 @@ def test_a_worker_silent_while_setting_up_is_a_failure_of_the_batch(tmp_path, mo
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ["PYTHONPATH"]]))
     job = WorkerJob(module="silent_worker", payload={}, n_items=1, name="silent", log_path=tmp_path / "w.log")
     with pytest.raises(MeasurementError, match="no sign of life within 1 s while setting up"):
-        Supervisor(job, lambda i, p: None, lambda i, m: None, timeout_s=1).run()
+        Supervisor(job, lambda i, p: None, lambda i, m: None, timeout_s=1, setup_timeout_s=1).run()
+    # By default a worker gets at least SETUP_TIMEOUT_MIN_S to set up, however short the cells' timeout.
+    assert Supervisor(job, lambda i, p: None, lambda i, m: None, timeout_s=1).setup_timeout_s == SETUP_TIMEOUT_MIN_S
