@@ -84,9 +84,9 @@ class NoiseFloor:
         drift = (f", and moved by {100 * self.drift_rel:.1f} % (median) from the start to the end of one process"
                  if self.drift_rel is not None else "")
         text = (f"the reference batch ({self.reference}, {1000 * self.median_s:.1f} ms), timed first and last in each "
-                f"of the {self.runs} worker processes, varied by {100 * self.run_cv:.1f} % between processes{drift}")
+                f"of the {self.runs} worker processes, varied by {100 * self.run_cv:.1f} % between processes{drift}.")
         if self.high:
-            text += (f". **Above {100 * NOISE_WARNING_CV:.0f} %: differences smaller than that between cells or "
+            text += (f" **Above {100 * NOISE_WARNING_CV:.0f} %: differences smaller than that between cells or "
                      "runs are not distinguishable from this machine's noise.**")
         return text
 

@@ -70,7 +70,7 @@ def _load_text(s: SweepSetting) -> List[str]:
 def _noise_text(s: SweepSetting) -> List[str]:
     if s.noise is None:
         return []
-    text = f"Noise floor: {s.noise.describe()}."
+    text = f"Noise floor: {s.noise.describe()}"
     if s.cells_cv is not None:
         # Twice the floor (and at least 1 %): beyond what the machine alone explains.
         beyond = s.cells_cv > max(2 * s.noise.run_cv, 0.01)
