@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
+from sbprof.errors import ConfigError
 from sbprof.figures import cell_sort_key
 from sbprof.record import Measurement
 from sbprof.record.results import Results
@@ -96,7 +97,14 @@ def _flops_rows(m: Measurement) -> List[FlopsRow]:
 
 
 def analyse(results: Results) -> TrainSummary:
-    """The one analysis of a training profile's results (see the module docstring)."""
+    """The one analysis of a training profile's results (see the module docstring).
+
+    A measured record without step times (a hand-edited file) is refused, naming it: its row would have no
+    figure to show.
+    """
+    for m in results.records:
+        if m.ok and not m.wall_s:
+            raise ConfigError(f"record {m.label!r}: measured (status ok) but its field 'wall_s' holds no step times")
     cells = [TrainCell(record=m, figures=train_figures(m), steps=breakdown_steps(m.extra.get("modules")),
                        detailed_steps=breakdown_steps(m.extra.get("modules_detailed")), flops=_flops_rows(m))
              for m in sorted(results.records, key=cell_sort_key)]

@@ -12,6 +12,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from sbprof.errors import ConfigError
 from sbprof.record import Measurement
 from sbprof.record.results import Results
 from sbprof.runs import group_runs, representative
@@ -81,7 +82,13 @@ def _row(runs: Sequence[Measurement]) -> BackendRow:
 
 
 def analyse(results: Results) -> TransducerSummary:
-    """The one analysis of a transducer benchmark's results (see the module docstring)."""
+    """The one analysis of a transducer benchmark's results (see the module docstring).
+
+    A measured backend record without step times (a hand-edited file) is refused, naming it.
+    """
+    for m in results.records:
+        if m.ok and not m.wall_s and mode_of(m) != "search":
+            raise ConfigError(f"record {m.label!r}: measured (status ok) but its field 'wall_s' holds no step times")
     rows = [_row(runs) for runs in group_runs(results.records).values()]
     tables: Dict[Tuple[str, Optional[int], str, int], List[BackendRow]] = {}
     for row in rows:

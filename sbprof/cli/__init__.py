@@ -49,7 +49,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     if name in TOOLS:
         from sbprof.cli.compare import main as tool
 
-        return tool(rest, prog=f"sbprof {name}")
+        try:
+            return tool(rest, prog=f"sbprof {name}")
+        except SystemExit as exc:  # argparse's --help (0) or its one-line usage error (2): a code, not an exit
+            return int(exc.code or 0)
     if name not in JOBS:
         from sbprof.checks import nearest
 

@@ -1,9 +1,10 @@
 """What every subcommand shares: exit codes, one-line errors, the list of files written."""
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
-from typing import Dict
+from typing import Dict, NoReturn
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -22,3 +23,12 @@ def print_outputs(outputs: Dict[str, Path]) -> None:
     """One ``name: path`` line per file a command wrote."""
     for name, path in outputs.items():
         print(f"{name}: {path}")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with sbprof's one-line errors: a usage mistake is ``sbprof: error: PROG: ...`` and exit code 2
+    (``--help`` still prints the usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        error(f"{self.prog}: {message} (see --help)")
+        raise SystemExit(EXIT_CONFIG)

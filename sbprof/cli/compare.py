@@ -12,11 +12,10 @@ cannot be judged (too few runs; see ``--within-run``).
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import Callable, Dict, List, Optional
 
-from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, error, print_outputs
+from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, Parser, error, print_outputs
 from sbprof.errors import ConfigError, SbprofError
 
 def parse_threshold(text: str) -> float:
@@ -42,7 +41,7 @@ def parse_threshold(text: str) -> float:
 
 def merge(argv: List[str], prog: str) -> int:
     """Merge results folders of several machines into one report."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=prog, allow_abbrev=False,
         description="Put results folders from several machines side by side in one report: machines as "
                     "columns, their environments listed; no figure mixes two machines' records.")
@@ -74,7 +73,7 @@ def merge(argv: List[str], prog: str) -> int:
 
 def gate(argv: List[str], prog: str) -> int:
     """The regression gate: print verdicts per cell; exit 1 when something regressed."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=prog, allow_abbrev=False,
         description="Compare a new run with a baseline cell by cell, with a noise-aware verdict from the runs' "
                     "raw samples (Hodges-Lehmann ratio of run medians or percentiles, exact Mann-Whitney "

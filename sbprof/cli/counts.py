@@ -24,12 +24,12 @@ model).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Union
 
+from sbprof.cli.common import Parser
 from sbprof.cli.job import show_report
 from sbprof.counts.target import COMMANDS, CountsConfig, check_audio, parse_shapes, resolve_target
 
@@ -39,8 +39,8 @@ if TYPE_CHECKING:
 DEFAULT_THREADS = os.cpu_count() or 1
 
 
-def parser(command: str, prog: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0], allow_abbrev=False)
+def parser(command: str, prog: str) -> Parser:
+    p = Parser(prog=prog, description=__doc__.split("\n\n")[0], allow_abbrev=False)
     p.add_argument("target", nargs="?",
                    help="a local sbprof model, a pretrained-interface folder, or a HyperPyYAML file")
     p.add_argument("--render-only", metavar="RESULTS", help="re-render a saved count's report without measuring")

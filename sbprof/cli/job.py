@@ -10,12 +10,11 @@ written), 130 interrupted (finished records kept; the same command resumes).
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from typing import TYPE_CHECKING, Any, List
 
-from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, error, print_outputs
+from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, Parser, error, print_outputs
 from sbprof.jobs.preamble import FLAGS, VALUES
 from sbprof.jobs.registry import JobEntry, get_job
 
@@ -23,8 +22,8 @@ if TYPE_CHECKING:
     from sbprof.jobs.runner import Outcome
 
 
-def parser(entry: JobEntry, prog: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+def parser(entry: JobEntry, prog: str) -> Parser:
+    p = Parser(
         prog=prog, allow_abbrev=False, description=entry.help,
         usage="%(prog)s CONFIG.yaml [--key value ...]\n       %(prog)s --render-only RESULTS",
         epilog="Any other --key value overrides that key of the YAML file, SpeechBrain-style (nested mappings merged "

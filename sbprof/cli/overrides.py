@@ -75,12 +75,12 @@ def parse_command_line(argv: Sequence[str], keys: Sequence[str], flags: Sequence
         token = rest[i]
         if not token.startswith("--") or len(token) == 2:
             raise ConfigError(f"command line: {token!r} is not an option: give --key value pairs after the YAML "
-                              "file (a flag such as --noprogressbar takes no value)")
+                              "file (a flag such as --noprogressbar stands alone, or takes true or false)")
         key, has_value, value = token[2:].partition("=")
         key = key.replace("-", "_")
         following = rest[i + 1] if i + 1 < len(rest) else None
         if key in flags:
-            if not has_value and following is not None and following.lower() in _TRUE + _FALSE:
+            if not has_value and following is not None and not following.startswith("--"):
                 value, has_value, i = following, True, i + 1
             if has_value and value.lower() not in _TRUE + _FALSE:
                 raise ConfigError(f"command line: --{key} is a flag: give it alone, or true / false, not {value!r}")
@@ -90,6 +90,9 @@ def parse_command_line(argv: Sequence[str], keys: Sequence[str], flags: Sequence
                 if following is None or following.startswith("--"):
                     raise ConfigError(f"command line: --{key} needs a value")
                 value, i = following, i + 1
+            if not value.strip():
+                raise ConfigError(f"command line: --{key} needs a value, got an empty one ({value!r}); leave the "
+                                  "option out to keep the YAML's")
             if key in values:
                 options[key] = value
             else:

@@ -105,7 +105,8 @@ def prepare_output_folder(folder: PathLike, key: str = "output_folder") -> Path:
     except (FileExistsError, NotADirectoryError):
         raise ConfigError(f"{key} {str(path)!r} cannot be made: a part of its path is a file") from None
     except OSError as exc:
-        raise ConfigError(f"{key} {str(path)!r} cannot be made: {exc.strerror}") from None
+        why = "a symbolic link loop" if exc.errno == errno.ELOOP else exc.strerror
+        raise ConfigError(f"{key} {str(path)!r} cannot be made: {why}") from None
     try:
         fd, probe = tempfile.mkstemp(prefix=".sbprof-probe.", dir=path)
         os.close(fd)

@@ -154,3 +154,31 @@ def test_a_bad_device_gets_the_same_wording_in_every_job(job, device, wording, t
     with pytest.raises(ConfigError) as caught:
         _config(job, tmp_path, device)
     assert wording in str(caught.value)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("job", MULTI_CELL)
+def test_a_disk_that_fills_mid_run_loses_no_record(job, tmp_path, capsys, monkeypatch):
+    """The disk is full from the write of results.json that carries a second record on (an injected ENOSPC),
+    until sbprof gives back the space it held: that record is saved all the same, and the run stops with one
+    line (for train, the record of its second variant: the case of issue 22 that lost it)."""
+    from sbprof.results import files
+
+    out = tmp_path / "out"
+    real, carried = files.os.replace, []
+    reserve = out / files.RESERVE_FILE
+
+    def full_from_the_second_record(src, dst):
+        if str(dst).endswith(RESULTS_FILE) and reserve.exists():
+            records = len(json.loads(Path(src).read_text())["records"])
+            if records >= 2:
+                carried.append(records)
+                raise OSError(28, "No space left on device")
+        real(src, dst)
+
+    monkeypatch.setattr(files.os, "replace", full_from_the_second_record)
+    assert main([job, *argv_of(job, tmp_path, out)]) == 1
+    err = capsys.readouterr().err
+    assert "is full: the last result was saved" in err and err.count("\n") == 1, err
+    assert carried and len(json.loads((out / RESULTS_FILE).read_text())["records"]) == carried[0]
+    assert not reserve.exists()
