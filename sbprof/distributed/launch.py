@@ -28,9 +28,9 @@ def torchrun_command(nproc: int, module: str, args: Sequence[str]) -> List[str]:
 
     Example
     -------
-    >>> torchrun_command(2, "sbprof.train.rank", ["job.json"])[2:]
+    >>> torchrun_command(2, "sbprof", ["train", "world.yaml"])[2:]
     ['torch.distributed.run', '--standalone', '--nnodes=1', '--nproc_per_node=2', '--max_restarts=0', '-m', \
-'sbprof.train.rank', 'job.json']
+'sbprof', 'train', 'world.yaml']
     """
     return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1", f"--nproc_per_node={nproc}",
             "--max_restarts=0", "-m", module, *args]

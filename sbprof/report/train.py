@@ -161,7 +161,8 @@ def distributed_lines(summary: TrainSummary) -> List[str]:
         lines += scaling_lines(f"### Scaling: {t.variant} on {t.device}, {t.threads} thread(s) per rank, {t.scaling} "
                                f"scaling ({how})", t.rows) + [""]
     for w in summary.worlds:
-        lines += [f"### World of {w.world_size} ({w.scaling}): {w.variant} on {w.device}, run {w.run}", ""]
+        what = "the baseline of both scalings" if w.world_size == 1 else f"{w.scaling} scaling"
+        lines += [f"### World of {w.world_size} ({what}): {w.variant} on {w.device}, run {w.run}", ""]
         if w.launch is not None:
             lines += [f"torchrun: `{w.launch.settings.get('torchrun', '?')}`; rank files `{w.summary.source}` "
                       "(`sbprof merge` on that folder gives the same figures).", ""]

@@ -77,6 +77,23 @@ class TrainConfig:
             rules["distributed"] = {"world_sizes": list(self.world_sizes), "scaling": list(self.scaling)}
         return rules
 
+    def tree(self, device: str, threads: int) -> Dict[str, Any]:
+        """This configuration on one setting as a YAML tree (JSON is YAML): what a world's ranks are started with.
+
+        Example
+        -------
+        >>> from sbprof.jobs.preamble import Defaults, check_preamble
+        >>> pre = check_preamble({"devices": "cpu", "cpu_threads": 1}, "t.yaml", {}, DEFAULTS)
+        >>> validate(TrainConfig(pre).tree("cpu", 1), "again.yaml").preamble.settings == pre.settings
+        True
+        """
+        pre = self.preamble
+        return {"variants": list(self.variants), "learning_rate": self.learning_rate, "model": asdict(self.model),
+                "data": asdict(self.data), "profiling": asdict(self.profiling), "scaling": list(self.scaling),
+                "devices": device, "cpu_threads": threads, "cuda_threads": pre.cuda_threads, "seed": pre.seed,
+                "warmup": pre.warmup, "measured": pre.measured, "timeout_s": pre.timeout_s,
+                "output_folder": pre.output_folder}
+
     def rank_batch(self, scaling: str, world_size: int) -> int:
         """Utterances per rank and step: the global batch split (``strong``), or the whole batch (``weak``)."""
         return self.data.batch_size // world_size if scaling == "strong" else self.data.batch_size

@@ -40,6 +40,8 @@ class Plan(JobPlan):
         from sbprof.modules.selection import select_modules
 
         super().__init__(cfg)
+        if cfg.world_sizes:
+            return  # ranks record no per-module rows: no selection to check
         for variant in cfg.variants:
             modules = build_modules(variant, cfg.model, cfg.data.sample_rate, self.pre.seed)
             try:

@@ -1,15 +1,13 @@
 """One rank of the training recipe under torchrun: SpeechBrain's DDP path, profiled by the one decorator.
 
-Two ways in, one code:
-
-- ``torchrun --nproc_per_node=N -m sbprof train train_profile.yaml``: every
-  rank runs ``sbprof train``, whose command line hands over to
-  :func:`run_rank` (each variant and scaling in turn); rank 0 merges the rank
-  files at the end, after a barrier with a timeout, into
-  ``<output_folder>/ranks/<run id>/report.md``;
-- ``world_sizes: [...]``: the world worker (:mod:`sbprof.train.world_worker`)
-  runs torchrun with ``-m sbprof.train.rank JOB.json``: one variant and
-  scaling, no merge here (the job's report merges every world).
+``torchrun --nproc_per_node=N -m sbprof train train_profile.yaml``: every
+rank runs ``sbprof train``, whose command line hands over to
+:func:`run_rank` (each variant and scaling in turn); rank 0 merges the rank
+files at the end, after a barrier with a timeout, into
+``<output_folder>/ranks/<run id>/report.md``. A ``world_sizes`` study starts
+its worlds with the same command (:mod:`sbprof.train.world_worker`: one
+variant and scaling per world, ``$SBPROF_NO_MERGE=1``: the job's own report
+merges every world).
 
 Each rank does what a SpeechBrain recipe does under torchrun:
 ``ddp_init_group(run_opts)``, then a ``Brain`` whose modules SpeechBrain
@@ -26,10 +24,7 @@ batch (the process's resident peak, or the CUDA allocator's).
 from __future__ import annotations
 
 import functools
-import json
-import sys
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
 
 import torch
 
@@ -86,10 +81,11 @@ def train_rank(cfg: TrainConfig, world: World, variant: str, scaling: str, run_o
     section.memory = step_peak(brain, data.batches[longest], device)  # every rank steps once more (DDP)
 
 
-def run_rank(cfg: TrainConfig, cells: Optional[Sequence[Tuple[str, str]]] = None, merge: bool = True) -> int:
-    """This process's rank: every (variant, scaling) of ``cfg`` (or ``cells``), then the end barrier.
+def run_rank(cfg: TrainConfig) -> int:
+    """This process's rank: every (variant, scaling) of ``cfg``, then the end barrier.
 
-    Returns the exit code: on rank 0 with ``merge``, ``sbprof merge``'s (1 when the run is incomplete); else 0.
+    Returns the exit code: on rank 0, ``sbprof merge``'s (1 when the run is incomplete; no merge with
+    ``$SBPROF_NO_MERGE=1``); else 0.
     """
     from speechbrain.utils.distributed import ddp_init_group
 
@@ -105,19 +101,10 @@ def run_rank(cfg: TrainConfig, cells: Optional[Sequence[Tuple[str, str]]] = None
                 "noprogressbar": True}
     ddp_init_group(run_opts)  # SpeechBrain's own way into torch.distributed (env:// from torchrun)
     try:
-        for variant, scaling in cells or [(v, s) for v in cfg.variants for s in cfg.scaling]:
-            train_rank(cfg, world, variant, scaling, run_opts)
-        code = finish("done", merge=merge)
+        for variant in cfg.variants:
+            for scaling in cfg.scaling:
+                train_rank(cfg, world, variant, scaling, run_opts)
+        code = finish("done")
     finally:
         torch.distributed.destroy_process_group()
     return code or 0
-
-
-def main(argv: List[str]) -> int:
-    """``python -m sbprof.train.rank JOB.json`` (one rank of a world the world worker launched)."""
-    job = json.loads(Path(argv[0]).read_text())
-    return run_rank(TrainConfig.from_dict(job["config"]), cells=[(job["variant"], job["scaling"])], merge=False)
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

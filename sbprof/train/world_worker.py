@@ -2,9 +2,11 @@
 
 ``python -m sbprof.train.world_worker RESULT_FD`` (see :mod:`sbprof.workers.cells`):
 the batch's first item is the world (rank ``None``), the others its ranks.
-Measuring the world runs torchrun (:func:`sbprof.distributed.launch.run_world`)
-with ``-m sbprof.train.rank`` as ``world_size`` ranks, the run id and rank
-folder fixed by this worker, under a deadline of 90 % of ``timeout_s``; the
+Measuring the world runs ``torchrun ... -m sbprof train world.yaml``
+(:func:`sbprof.distributed.launch.run_world`), the command a user runs, with
+``world_size`` ranks, this one variant and scaling on this setting in
+``world.yaml`` and the run id fixed by this worker, under a deadline of 90 %
+of ``timeout_s``; the
 ranks' files (``<output_folder>/ranks/<run id>/``) then give every rank's
 record. A rank whose file has no end line (it died, was killed or hung) is
 an ``error`` record naming the step where it was last seen, and the world's
@@ -66,6 +68,7 @@ class WorldWorker(CellWorker):
     def launch(self, cells: List[Cell]) -> Dict[Tuple[Any, ...], Dict[str, Any]]:
         from sbprof.distributed.launch import run_world, torchrun_command
         from sbprof.distributed.rankfile import rank_file
+        from sbprof.distributed.recorder import ENV_NO_MERGE
         from sbprof.distributed.world import ENV_RUN_ID, new_run_id
         from sbprof.env import collect_env
         from sbprof.jobs.plan import worker_env
@@ -76,15 +79,17 @@ class WorldWorker(CellWorker):
         cfg = TrainConfig.from_dict(self.job["config"])
         world = next(c for c in cells if c.rank is None)
         size, scaling = world.params["world_size"], world.params["scaling"]
+        ranks_scaling = "strong" if scaling == "single" else scaling  # one rank: both scalings are the same
         out = Path(cfg.preamble.output_folder)
         run_id = f"{world.model}-{scaling}-{size}ranks-run{world.run}-{new_run_id()}"
-        job_file = out / LOG_DIR / f"world-{run_id}.json"
-        job_file.parent.mkdir(parents=True, exist_ok=True)
-        job_file.write_text(json.dumps({"config": self.job["config"], "variant": world.model, "scaling": scaling}))
-        command = torchrun_command(size, "sbprof.train.rank", [str(job_file)])
-        launch = run_world(command, {ENV_RUN_ID: run_id, **worker_env(world.threads)},
+        config = out / LOG_DIR / f"world-{run_id}.yaml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(json.dumps({**cfg.tree(world.device, world.threads), "variants": [world.model],
+                                      "scaling": [ranks_scaling]}, indent=1))
+        command = torchrun_command(size, "sbprof", ["train", str(config)])
+        launch = run_world(command, {ENV_RUN_ID: run_id, ENV_NO_MERGE: "1", **worker_env(world.threads)},
                            DEADLINE_SHARE * cfg.preamble.timeout_s, out / LOG_DIR / f"torchrun-{run_id}.log")
-        section = f"{section_key(world.model, scaling)}/train"
+        section = f"{section_key(world.model, ranks_scaling)}/train"
         out_records: Dict[Tuple[Any, ...], Dict[str, Any]] = {}
         missing = []
         for cell in cells:
