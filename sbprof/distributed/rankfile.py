@@ -17,15 +17,15 @@ rank) holds, one JSON object per line:
 
 Each line is written whole and flushed, so a rank killed with SIGKILL loses
 at most the line it was writing (a torn last line is ignored on reading).
-The reader keeps only the header, each section's last record and last step,
-and the end: one rank's file never needs more memory than its records.
+The reader keeps only the header, each section's last record, the last step
+line and the end: one rank's file never needs more memory than its records.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 from sbprof.errors import ConfigError
 
@@ -87,7 +87,7 @@ class RankFile:
     path: Path
     header: Dict[str, Any]
     records: Dict[str, Dict[str, Any]] = field(default_factory=dict)
-    last_step: Dict[str, int] = field(default_factory=dict)
+    last_step: Optional[Dict[str, Any]] = None
     end: Optional[Dict[str, Any]] = None
     torn: bool = False
 
@@ -97,27 +97,27 @@ class RankFile:
 
     @property
     def last_seen(self) -> Optional[int]:
-        """The highest step index any of its sections reached (``None`` before the first step ended)."""
-        return max(self.last_step.values(), default=None)
+        """The index of the last step this rank wrote (``None`` before its first step ended)."""
+        return None if self.last_step is None else int(self.last_step["index"])
 
 
-def _lines(path: Path) -> Iterator[tuple]:
-    """``(line number, parsed object or None, is_last)``; ``None`` for a line that is not JSON."""
-    with open(path, "rb") as f:
-        previous = None
-        for number, raw in enumerate(f, 1):
-            if previous is not None:
-                yield previous + (False,)
-            try:
-                previous = (number, json.loads(raw), raw.endswith(b"\n"))
-            except ValueError:
-                previous = (number, None, raw.endswith(b"\n"))
-        if previous is not None:
-            yield previous + (True,)
+_SKIPPED = (b'{"comm": ',)
+_STEP = b'{"step": '
+
+
+def _parse(raw: bytes) -> Optional[Dict[str, Any]]:
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) and len(obj) == 1 else None
 
 
 def read_rank_file(path: Union[str, Path]) -> RankFile:
     """Read one rank file line by line (see the module docstring).
+
+    Step lines are only skimmed (the last whole one says where the rank was last seen) and communication
+    lines skipped: the records hold the figures, so reading costs little more than the records themselves.
 
     Raises
     ------
@@ -126,30 +126,42 @@ def read_rank_file(path: Union[str, Path]) -> RankFile:
     """
     path = Path(path)
     out: Optional[RankFile] = None
-    for number, obj, whole, last in _lines(path):
-        if obj is None or not isinstance(obj, dict) or len(obj) != 1:
-            if last and not whole:
-                if out is not None:
-                    out.torn = True
+    steps: List[bytes] = []  # the last two step lines (the last may be torn)
+    with open(path, "rb") as f:
+        lines = iter(enumerate(f, 1))
+        for number, raw in lines:
+            if raw.startswith(_STEP) and out is not None:
+                steps = steps[-1:] + [raw]
                 continue
-            raise ConfigError(f"{path}: line {number} is not a rank-file line")
-        (kind, content), = obj.items()
-        if out is None:
-            if kind != "header" or content.get("format") != FORMAT:
-                raise ConfigError(f"{path}: not an sbprof rank file (its first line is no {FORMAT} header)")
-            if content.get("version", 0) > VERSION:
-                raise ConfigError(f"{path}: written by a newer sbprof (rank file version {content.get('version')}); "
-                                  f"this sbprof reads version {VERSION}")
-            out = RankFile(path, content)
-        elif kind == "step":
-            key = content["section"]
-            out.last_step[key] = max(out.last_step.get(key, -1), int(content["index"]))
-        elif kind == "record":
-            out.records[content["section"]] = content["measurement"]
-        elif kind == "end":
-            out.end = content
+            if raw.startswith(_SKIPPED) and out is not None:
+                continue
+            obj = _parse(raw)
+            if obj is None:
+                if not raw.endswith(b"\n") and next(lines, None) is None:  # the last line, torn by a kill
+                    if out is not None:
+                        out.torn = True
+                    continue
+                raise ConfigError(f"{path}: line {number} is not a rank-file line")
+            (kind, content), = obj.items()
+            if out is None:
+                if kind != "header" or content.get("format") != FORMAT:
+                    raise ConfigError(f"{path}: not an sbprof rank file (its first line is no {FORMAT} header)")
+                if content.get("version", 0) > VERSION:
+                    raise ConfigError(f"{path}: written by a newer sbprof (rank file version "
+                                      f"{content.get('version')}); this sbprof reads version {VERSION}")
+                out = RankFile(path, content)
+            elif kind == "record":
+                out.records[content["section"]] = content["measurement"]
+            elif kind == "end":
+                out.end = content
     if out is None:
         raise ConfigError(f"{path}: empty rank file (the rank stopped before its first step ended)")
+    for raw in reversed(steps):
+        parsed = _parse(raw)
+        if parsed is not None and "step" in parsed:
+            out.last_step = parsed["step"]
+            break
+    out.torn = out.torn or (bool(steps) and _parse(steps[-1]) is None)
     return out
 
 

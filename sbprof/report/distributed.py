@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Union
 
 from sbprof.analysis.distributed import RankRow, RunSummary, ScalingRow, SectionSummary
-from sbprof.report.format import bytes_in, plural, sig3, table
+from sbprof.report.format import MESSAGE_CHARS, bytes_in, plural, sig3, table
 from sbprof.results.files import atomic_write_text
 
 REPORT_FILE = "report.md"
@@ -42,6 +42,12 @@ def _pct(x: Optional[float]) -> str:
 
 def _s(x: Optional[float]) -> str:
     return "n/a" if x is None else sig3(x)
+
+
+def _short(text: str) -> str:
+    """A reason in a table cell: one line, no ``|``, at most :data:`MESSAGE_CHARS` characters."""
+    text = " ".join(text.split()).replace("|", "/")
+    return text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS - 1] + "…"
 
 
 def _where(r: RankRow) -> str:
@@ -82,7 +88,7 @@ def headline(s: SectionSummary) -> List[List[str]]:
 def rank_table(rows: List[RankRow]) -> str:
     return table([[str(r.rank), r.host, str(r.node_rank), str(r.steps),
                    f"{sig3(r.step.median)} [{sig3(r.step.q1)}, {sig3(r.step.q3)}]", sig3(r.busy.median), _s(r.comm_s),
-                   _pct(r.comm_share), _s(r.wait_s), _s(r.between_s), bytes_in("GB", r.peak_bytes), r.ended]
+                   _pct(r.comm_share), _s(r.wait_s), _s(r.between_s), bytes_in("GB", r.peak_bytes), _short(r.ended)]
                   for r in rows],
                  ["rank", "host", "node", "steps", "step time s, median [q1, q3]", "busy s", "comm s", "comm share",
                   "wait s", "between s", "peak GB", "ended"])
@@ -116,11 +122,12 @@ def status_lines(run: RunSummary) -> List[str]:
              "others' figures stand."]
     if run.missing:
         lines += ["", "Missing ranks (no figures):", "",
-                  table([[str(m.rank), m.host or "?", "never" if m.last_step is None else str(m.last_step), m.why]
+                  table([[str(m.rank), m.host or "?", "never" if m.last_step is None else str(m.last_step),
+                          _short(m.why)]
                          for m in run.missing], ["rank", "host", "last seen at step", "why"])]
     if run.stopped_early:
         lines += ["", "Stopped early (figures up to their last step):", "",
-                  table([[str(r.rank), r.host, str(r.last_step), r.ended] for r in run.stopped_early],
+                  table([[str(r.rank), r.host, str(r.last_step), _short(r.ended)] for r in run.stopped_early],
                         ["rank", "host", "last step", "ended"])]
     return lines
 
