@@ -139,7 +139,8 @@ def render_train(summary: TrainSummary) -> str:
              f"torchaudio {machine.get('torchaudio', '?')}, speechbrain {machine.get('speechbrain', '?')}",
              f"- **Batches**: {_rules_text(rules)}",
              "- **Step**: one `Brain.fit_batch` (forward, loss, backward, optimiser step), timed by the "
-             "`sbprof.profile(brain, activities=())` decorator (wall clock; CUDA synchronised).", ""]
+             f"`sbprof.profile(brain, {'activities=()' if summary.cells else 'activities=[CPU]'})` decorator (wall "
+             "clock; CUDA synchronised).", ""]
     for cell in summary.cells:
         lines.append(render_variant(cell))
     lines += distributed_lines(summary)
