@@ -84,7 +84,7 @@ def main(argv: List[str] = None) -> None:
     parser.add_argument("--ranks", type=int, nargs="+", default=[64, 256, 512, 1024])
     parser.add_argument("--steps", type=int, default=200)
     args = parser.parse_args(argv)
-    print(f"| ranks | rank files, MB | merge wall s | s per rank | peak Python memory, MB | per rank, KB |")
+    print("| ranks | rank files, MB | merge wall s | s per rank | peak Python memory, MB | per rank, KB |")
     print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for ranks in args.ranks:
