@@ -88,8 +88,9 @@ class RankLog:
 
     @classmethod
     def get(cls, world: World, folder: Path) -> "RankLog":
+        """This process's log, opened now if needed; once closed (:func:`finish`), later steps are not written."""
         with cls._lock:
-            if cls.current is None or cls.current.writer.file.closed:
+            if cls.current is None:
                 cls.current = cls(world, folder)
             return cls.current
 
@@ -116,7 +117,9 @@ class RankLog:
         self.writer.close()
         if not barrier:
             return None
-        missing = self.end_barrier(reason)
+        missing = [] if self.store is None else end_barrier(
+            self.store, self.run_id, self.world, reason,
+            float(os.environ.get(ENV_MERGE_TIMEOUT, DEFAULT_MERGE_TIMEOUT_S)))
         merge = os.environ.get(ENV_NO_MERGE) != "1" if merge is None else merge
         if self.world.rank != 0 or not merge:
             return None
@@ -125,21 +128,31 @@ class RankLog:
                   file=sys.stderr)
         return run_merge(self.folder)
 
-    def end_barrier(self, reason: str) -> List[int]:
-        """Mark this rank's end in torchrun's store; rank 0 waits for every mark (with a timeout): the ranks missing."""
-        if self.store is None:
+
+def end_barrier(store: Any, run_id: str, world: World, reason: str, timeout_s: float) -> List[int]:
+    """Mark this rank's end in torchrun's store; rank 0 waits for every rank's mark, at most ``timeout_s``.
+
+    Returns the ranks rank 0 did not see end (empty elsewhere, and when the store is gone: torchrun stopping).
+
+    Example
+    -------
+    >>> import torch.distributed as dist
+    >>> store = dist.HashStore()
+    >>> world = from_env({"RANK": "0", "WORLD_SIZE": "2"})
+    >>> end_barrier(store, "r", world, "done", timeout_s=0.2)  # rank 1 never ends: not waited for forever
+    [1]
+    """
+    keys = [f"{STORE_PREFIX}{run_id}/end/{r}" for r in range(world.world_size)]
+    try:
+        store.set(keys[world.rank], reason)
+        if world.rank != 0:
             return []
-        keys = [f"{STORE_PREFIX}{self.run_id}/end/{r}" for r in range(self.world.world_size)]
-        try:
-            self.store.set(keys[self.world.rank], reason)
-            if self.world.rank != 0:
-                return []
-            deadline = time.monotonic() + float(os.environ.get(ENV_MERGE_TIMEOUT, DEFAULT_MERGE_TIMEOUT_S))
-            while not self.store.check(keys) and time.monotonic() < deadline:
-                time.sleep(_POLL_S)
-            return [r for r, key in enumerate(keys) if not self.store.check([key])]
-        except (RuntimeError, ValueError, OSError):  # the store went away (torchrun stopping): no barrier
-            return []
+        deadline = time.monotonic() + timeout_s
+        while not store.check(keys) and time.monotonic() < deadline:
+            time.sleep(_POLL_S)
+        return [r for r, key in enumerate(keys) if not store.check([key])]
+    except (RuntimeError, ValueError, OSError):
+        return []
 
 
 def run_merge(run_folder: Path) -> int:
