@@ -97,8 +97,9 @@ def run_rank(entry: JobEntry, cfg: Any) -> int:
     """Under torchrun, this process is one rank of the job: it measures in place (torchrun supervises the ranks)."""
     from sbprof.errors import ConfigError
 
-    for warning in cfg.preamble.warnings:
-        print(f"warning: {warning}")
+    if os.environ.get("RANK") == "0":  # one rank says it for all
+        for warning in cfg.preamble.warnings:
+            print(f"warning: {warning}")
     try:
         return entry.load("ranks")(cfg)
     except ConfigError as exc:

@@ -167,6 +167,8 @@ def distributed_lines(summary: TrainSummary) -> List[str]:
         if w.launch is not None:
             lines += [f"torchrun: `{w.launch.settings.get('torchrun', '?')}`; rank files `{w.summary.source}` "
                       "(`sbprof merge` on that folder gives the same figures).", ""]
+            if not w.launch.ok:
+                lines += [f"Launch {w.launch.status}: {w.launch.message}", ""]
         lines += status_lines(w.summary)
         for section in w.summary.sections:
             lines += [""] + render_section(section, level="####")

@@ -193,7 +193,8 @@ def check_distributed(cfg: TrainConfig, world_sizes: Any, file: str) -> TrainCon
     warnings: List[str] = list(pre.warnings)
     for setting in pre.settings:
         for n in sizes:
-            _check_backend(setting.device, n, file)
+            # A node holds LOCAL_WORLD_SIZE of torchrun's ranks (one GPU each); sbprof's own worlds are one node.
+            _check_backend(setting.device, n if world is None else world.local_world_size, file)
             if setting.device == "cpu" and n * setting.threads > (os.cpu_count() or 1):
                 warnings.append(f"world size {n} x {setting.threads} thread(s) exceeds this machine's "
                                 f"{os.cpu_count() or 1} logical cores: that world is oversubscribed")
@@ -207,20 +208,20 @@ def check_distributed(cfg: TrainConfig, world_sizes: Any, file: str) -> TrainCon
                    preamble=replace(pre, warnings=tuple(dict.fromkeys(warnings))))
 
 
-def _check_backend(device: str, world_size: int, file: str) -> None:
+def _check_backend(device: str, ranks_here: int, file: str) -> None:
+    """The backend of ``device`` exists, and this machine has a GPU for each of its ``ranks_here`` ranks."""
     import torch
 
     if device == "cpu":
         if not (torch.distributed.is_available() and torch.distributed.is_gloo_available()):
-            raise ConfigError(f"{file}: world size {world_size} on the CPU needs torch.distributed's gloo backend, "
+            raise ConfigError(f"{file}: {ranks_here} rank(s) on the CPU need torch.distributed's gloo backend, "
                               "which this torch build lacks")
         return
     if not torch.distributed.is_nccl_available():
-        raise ConfigError(f"{file}: world size {world_size} on {device} needs the NCCL backend, which this torch "
-                          "build lacks")
-    if world_size > torch.cuda.device_count():
-        raise ConfigError(f"{file}: world size {world_size} on CUDA needs one GPU per rank (NCCL); this machine has "
-                          f"{torch.cuda.device_count()}")
+        raise ConfigError(f"{file}: ranks on {device} need the NCCL backend, which this torch build lacks")
+    if ranks_here > torch.cuda.device_count():
+        raise ConfigError(f"{file}: world size {ranks_here} on CUDA needs one GPU per rank on this machine (NCCL); "
+                          f"it has {torch.cuda.device_count()}")
 
 
 def load_config(path: Union[str, Path], overrides: Optional[Mapping[str, Any]] = None,
