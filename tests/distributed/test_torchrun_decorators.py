@@ -1,7 +1,7 @@
 """The decorators under real torchrun (gloo, one thread per rank), against the scripts' own clocks and sleeps.
 
 One launch of two node groups on localhost serves every assertion of the straggler run; one more launch
-kills a rank with SIGKILL mid-run.
+kills a rank with SIGKILL mid-run (and torchrun then stops the other with SIGTERM).
 """
 import json
 import re
@@ -107,6 +107,8 @@ def test_a_killed_rank_is_named_missing_and_the_other_keeps_its_figures(killed, 
     assert [(m.rank, m.last_step) for m in summary.missing] == [(1, 4)]  # steps 0-4 ended, killed before 5
     rows = summary.sections[0].rows
     assert [r.rank for r in rows] == [0] and rows[0].steps == 4 and rows[0].comm_s > 0  # warm-up step 0 left out
+    # torchrun stopped rank 0 with SIGTERM in its step 5: its file was closed with its records, in 30 s of sleep
+    assert [(r.rank, r.ended, r.last_step) for r in summary.stopped_early] == [(0, "SIGTERM", 4)]
     report = (find_run(folder / "ranks") / "report.md").read_text()
     assert "**INCOMPLETE**" in report
     assert re.search(r"\|\s*1\s*\|\s*\S+\s*\|\s*4\s*\|\s*no end line", report)  # rank 1, last seen at step 4
