@@ -98,6 +98,16 @@ class _OpenStep:
     wall0: float = 0.0
     cpu0: float = 0.0
     stepped_inside: bool = False
+    cuda0: Any = None
+
+
+def _cuda_event() -> Any:
+    """A CUDA event recorded now on the current stream, when CUDA is in use (else ``None``)."""
+    if not torch.cuda.is_initialized():
+        return None
+    event = torch.cuda.Event(enable_timing=True)
+    event.record()
+    return event
 
 
 def _sync() -> None:
@@ -222,9 +232,12 @@ class StepProfiler(tprof.profile):
         running.label.__enter__()
         _sync()
         running.wall0, running.cpu0 = time.perf_counter(), time.process_time()
+        # Under torchrun, a rank's steps also get GPU time between CUDA events (sbprof.distributed.recorder).
+        running.cuda0 = _cuda_event() if self.rank_section is not None else None
 
     def _end(self, running: _OpenStep, counted: bool) -> None:
         """Close a step: a counted one is timed and advances the schedule, another is marked not a step."""
+        cuda1 = _cuda_event() if running.cuda0 is not None else None
         _sync()
         elapsed, cpu = time.perf_counter() - running.wall0, time.process_time() - running.cpu0
         if not counted:
@@ -235,7 +248,8 @@ class StepProfiler(tprof.profile):
             self.step_wall_s[running.name].append(elapsed)
             self.step_cpu_s[running.name].append(cpu)
             if self.rank_section is not None:
-                self.rank_section.step_ended(self, running.name, running.wall0, elapsed, cpu)
+                cuda = None if cuda1 is None else running.cuda0.elapsed_time(cuda1) / 1e3
+                self.rank_section.step_ended(self, running.name, running.wall0, elapsed, cpu, cuda)
             self._advance()
 
     @contextlib.contextmanager

@@ -50,6 +50,7 @@ class StepRow:
     cpu_s: float
     gap_s: Optional[float]
     reported: bool
+    cuda_s: Optional[float] = None
     comm_s: Optional[float] = None
     allocated_bytes: Optional[int] = None
 
@@ -192,15 +193,18 @@ class RankSection:
         prof.rank_section = self
         self.profiler = prof
 
-    def step_ended(self, prof: Any, name: str, start: float, wall_s: float, cpu_s: float) -> None:
-        """A counted step ended (``start``: its ``perf_counter`` start); a line goes out at once."""
+    def step_ended(self, prof: Any, name: str, start: float, wall_s: float, cpu_s: float,
+                   cuda_s: Optional[float] = None) -> None:
+        """A counted step ended (``start``: its ``perf_counter`` start; ``cuda_s``: between CUDA events, on a GPU);
+        a line goes out at once."""
         if self.log is None:
             self.log = RankLog.get(self.world, self.folder)
             self.log.sections.append(self)
         rows = self.rows.setdefault(name, [])
         previous = self.last_end.get(name)
         reported = not prof.has_schedule or prof.schedule.reports(prof.step_num)
-        row = StepRow(len(rows), wall_s, cpu_s, None if previous is None else max(0.0, start - previous), reported)
+        row = StepRow(len(rows), wall_s, cpu_s, None if previous is None else max(0.0, start - previous), reported,
+                      cuda_s)
         rows.append(row)
         self.last_end[name] = start + wall_s
         if reported and not prof.timing_only:
@@ -264,6 +268,7 @@ class RankSection:
         return Measurement(label=f"rank {self.world.rank}: {record_key(self.key, name)}",
                            cell=Cell(rank=self.world.rank, **cell), warmup=len(rows) - len(shown),
                            wall_s=[r.wall_s for r in shown], cpu_s=[r.cpu_s for r in shown],
+                           cuda_s=[r.cuda_s for r in shown] if shown and shown[0].cuda_s is not None else None,
                            memory=self.memory if self.memory is not None else process_peak(device),
                            settings={"distributed": world, "step": name, "timing_only": timing_only},
                            env=collect_env(), extra=extra)

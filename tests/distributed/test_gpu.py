@@ -85,6 +85,8 @@ def test_an_nccl_world_reads_communication_from_nccl_kernels(tmp_path):
     (rank,) = [m for m in results.records if m.cell.rank is not None]
     assert rank.ok and rank.settings["distributed"]["backend"] == "nccl" and rank.memory.peak_cuda_bytes > 0
     assert all(c > 0 for c in rank.extra["rank"]["comm_s"])  # DDP's all-reduce kernels
+    assert len(rank.cuda_s) == len(rank.wall_s) and all(0 < c <= w * 1.05 for c, w in zip(rank.cuda_s,
+                                                                                           rank.wall_s))
 
 
 @pytest.mark.cuda
