@@ -1,6 +1,7 @@
 """The merge of a run's rank files: missing and stopped ranks, runs never mixed, the command line, 512 ranks."""
 import json
 import re
+import subprocess
 import sys
 import tracemalloc
 import weakref
@@ -151,3 +152,11 @@ def test_a_rank_file_is_never_overwritten_and_foreign_files_are_refused(tmp_path
         read_rank_file(newer)
     with pytest.raises(ConfigError, match="not an sbprof rank file"):
         read_rank_file(foreign)
+
+
+def test_merging_ranks_imports_no_torch(tmp_path):
+    run = write_run(tmp_path, 2, steps=2)
+    probe = (f"from sbprof.cli import main\nassert main(['merge', {str(run)!r}]) == 0\n"
+             "import sys\nassert 'torch' not in sys.modules, 'torch imported'")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -94,3 +94,9 @@ def test_a_later_merge_of_a_world_gives_the_reports_figures(scaled, capsys):
         table = merged.split(part)[0].rsplit("## ctc-strong/train", 1)[1].strip() if part == "### Per rank" else \
             merged.split("### Per rank")[1].split(part)[0].split("\n\n", 2)[2].strip()
         assert table in report
+
+
+def test_running_the_study_again_resumes_without_launching(scaled):
+    cfg, _, results = scaled
+    again = run_config(get_job("train"), cfg, log=lambda line: None)
+    assert again.measured == 0 and again.resumed == len(results.records)
