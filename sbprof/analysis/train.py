@@ -4,13 +4,18 @@
 throughput, compute), written beside it in ``results.json`` and read by
 :func:`analyse`, which gathers what the report shows into a
 :class:`TrainSummary`; the renderer (:mod:`sbprof.report.train`)
-only formats it. Pure: no torch, no clocks.
+only formats it. Records of a ``world_sizes`` study (cells with a
+``world_size`` coordinate) are grouped by launched world and merged like a
+distributed run's rank files (:mod:`sbprof.analysis.distributed`), then set
+side by side over world sizes in scaling tables. Pure: no torch, no clocks.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
 
+from sbprof.analysis.distributed import (MissingRank, RunAnalysis, RunSummary, ScalingRow, scaling_rows,
+                                         summarise_run)
 from sbprof.errors import ConfigError
 from sbprof.figures import cell_sort_key
 from sbprof.record import Measurement
@@ -76,12 +81,39 @@ class TrainCell:
 
 
 @dataclass(frozen=True)
+class WorldRun:
+    """One launched world of a scaling study (variant, setting, scaling, world size, run): its ranks merged."""
+
+    variant: str
+    device: str
+    threads: int
+    world_size: int
+    scaling: str
+    run: int
+    launch: Optional[Measurement]
+    summary: RunSummary
+
+
+@dataclass(frozen=True)
+class ScalingTable:
+    """One scaling study (a variant on a setting, strong or weak) over world sizes."""
+
+    variant: str
+    device: str
+    threads: int
+    scaling: str
+    rows: List[ScalingRow]
+
+
+@dataclass(frozen=True)
 class TrainSummary:
     """Everything a training profile's report shows (see the module docstring)."""
 
     rules: Dict[str, Any]
     machine: Dict[str, Any]
     cells: List[TrainCell]
+    worlds: List[WorldRun] = field(default_factory=list)
+    scaling: List[ScalingTable] = field(default_factory=list)
 
 
 def _flops_rows(m: Measurement) -> List[FlopsRow]:
@@ -96,16 +128,64 @@ def _flops_rows(m: Measurement) -> List[FlopsRow]:
             for r in breakdown["rows"] if r["label"] in per_module]
 
 
+def world_runs(records: List[Measurement]) -> List[WorldRun]:
+    """The records of a ``world_sizes`` study, one :class:`WorldRun` per launched world."""
+    groups: Dict[Tuple[Any, ...], List[Measurement]] = {}
+    for m in records:
+        c = m.cell
+        groups.setdefault((c.model, c.device, c.threads, c.params["world_size"], c.params.get("scaling", ""), c.run),
+                          []).append(m)
+    out = []
+    for (variant, device, threads, size, scaling, run), members in sorted(groups.items()):
+        launch = next((m for m in members if m.cell.rank is None), None)
+        ranks = sorted((m for m in members if m.cell.rank is not None), key=lambda m: m.cell.rank)
+        analysis = RunAnalysis(size)
+        for m in ranks:
+            if m.ok:
+                analysis.add_steps(m)
+        for m in ranks:
+            if m.ok:
+                analysis.add_rank(m)
+            else:
+                analysis.add_missing(MissingRank(m.cell.rank, (m.extra.get("rank") or {}).get("last_step"),
+                                                 m.message))
+        info = launch.extra if launch is not None else {}
+        backend = next((str(m.settings["distributed"].get("backend")) for m in ranks
+                        if "distributed" in m.settings), "n/a")
+        summary = summarise_run(analysis, str(info.get("run_id", "?")), backend, str(info.get("run_folder", "?")))
+        out.append(WorldRun(variant, device, threads, size, scaling, run, launch, summary))
+    return out
+
+
+def scaling_tables(worlds: List[WorldRun], cores: int) -> List[ScalingTable]:
+    """Per variant, setting and scaling: the worlds against the world of size 1 (measured once, both scalings')."""
+    tables = []
+    for variant, device, threads in sorted({(w.variant, w.device, w.threads) for w in worlds}):
+        mine = [w for w in worlds if (w.variant, w.device, w.threads) == (variant, device, threads)]
+        for scaling in ("strong", "weak"):
+            chosen = [w for w in mine if w.scaling == scaling or w.world_size == 1]
+            if not any(w.scaling == scaling for w in chosen):
+                continue
+            points = [(w.world_size, threads, cores, w.summary.sections[0] if w.summary.sections else None)
+                      for w in chosen]
+            tables.append(ScalingTable(variant, device, threads, scaling, scaling_rows(points)))
+    return tables
+
+
 def analyse(results: Results) -> TrainSummary:
     """The one analysis of a training profile's results (see the module docstring).
 
-    A measured record without step times (a hand-edited file) is refused, naming it: its row would have no
-    figure to show.
+    A measured single-process record without step times (a hand-edited file) is refused, naming it: its row
+    would have no figure to show.
     """
-    for m in results.records:
+    single = [m for m in results.records if "world_size" not in m.cell.params]
+    for m in single:
         if m.ok and not m.wall_s:
             raise ConfigError(f"record {m.label!r}: measured (status ok) but its field 'wall_s' holds no step times")
     cells = [TrainCell(record=m, figures=train_figures(m), steps=breakdown_steps(m.extra.get("modules")),
                        detailed_steps=breakdown_steps(m.extra.get("modules_detailed")), flops=_flops_rows(m))
-             for m in sorted(results.records, key=cell_sort_key)]
-    return TrainSummary(rules=dict(results.rules), machine=dict(results.machine), cells=cells)
+             for m in sorted(single, key=cell_sort_key)]
+    worlds = world_runs([m for m in results.records if "world_size" in m.cell.params])
+    cores = int(results.machine.get("cpu_count") or 1)
+    return TrainSummary(rules=dict(results.rules), machine=dict(results.machine), cells=cells, worlds=worlds,
+                        scaling=scaling_tables(worlds, cores))

@@ -2,17 +2,20 @@
 
 Usage::
 
-    sbprof merge FOLDER FOLDER [FOLDER ...] --output DIR
+    sbprof merge FOLDER FOLDER [FOLDER ...] --output DIR    results folders of several machines
+    sbprof merge [RUN_FOLDER] [--output DIR]               the rank files of one distributed run
     sbprof compare BASELINE NEW [--threshold 5%] [--metric rtf|peak_memory] [--within-run] [--any-machine]
 
 Exit codes. ``merge``: 0 done, 1 the report could not be written (a full
-disk), 2 bad input. ``compare``: 0 nothing regressed, 1 something is slower
+disk) or, for a distributed run, the run was incomplete (a rank missing or
+stopped early: the report says which), 2 bad input. ``compare``: 0 nothing regressed, 1 something is slower
 or heavier beyond the threshold (or fails now), 2 bad input or cells that
 cannot be judged (too few runs; see ``--within-run``).
 """
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
 from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, Parser, error, print_outputs
@@ -40,14 +43,20 @@ def parse_threshold(text: str) -> float:
 
 
 def merge(argv: List[str], prog: str) -> int:
-    """Merge results folders of several machines into one report."""
+    """Merge results folders of several machines, or the rank files of one distributed run, into one report."""
     parser = Parser(
         prog=prog, allow_abbrev=False,
-        description="Put results folders from several machines side by side in one report: machines as "
-                    "columns, their environments listed; no figure mixes two machines' records.")
-    parser.add_argument("folders", nargs="+", metavar="FOLDER", help="results folders (or results.json files)")
-    parser.add_argument("--output", required=True, metavar="DIR", help="where report.md and the plot go")
+        description="Put results folders from several machines side by side in one report (machines as columns, "
+                    "their environments listed; no figure mixes two machines' records); or merge the rank files of "
+                    "one distributed run (a run folder, a folder holding one run, or by default $SBPROF_RANK_FOLDER, "
+                    "./sbprof-ranks or the working directory): stragglers, imbalance, communication and waiting per "
+                    "rank and host. Exit 1 when that run is incomplete.")
+    parser.add_argument("folders", nargs="*", metavar="FOLDER", help="results folders (or results.json files), or "
+                                                                     "one folder of rank files")
+    parser.add_argument("--output", metavar="DIR", help="where report.md goes (a run's report: default its folder)")
     args = parser.parse_args(argv)
+    if len(args.folders) <= 1 and _holds_runs(args.folders):
+        return merge_ranks(args.folders[0] if args.folders else None, args.output)
     from sbprof.analysis.machines import analyse_machines
     from sbprof.report.machines import write_merged_report
     from sbprof.results import RESULTS_FILE, prepare_output_folder
@@ -55,6 +64,8 @@ def merge(argv: List[str], prog: str) -> int:
 
     try:
         machines = load_machines(args.folders)
+        if args.output is None:
+            raise ConfigError("--output DIR is needed to merge results folders of several machines")
         output = prepare_output_folder(args.output, "--output")
         inputs = {(m.source if m.source.is_dir() else m.source.parent).resolve() for m in machines}
         if output.resolve() in inputs or (output / RESULTS_FILE).exists():
@@ -68,6 +79,43 @@ def merge(argv: List[str], prog: str) -> int:
         error(f"cannot write the report in {args.output}: {exc.strerror or exc}")
         return EXIT_FAILED
     print_outputs(outputs)
+    return EXIT_OK
+
+
+def _holds_runs(folders: List[str]) -> bool:
+    """No folder (the default rank folder), or one folder of rank files or of runs."""
+    from sbprof.distributed.merge import holds_ranks, runs_in
+
+    if not folders:
+        return True
+    folder = Path(folders[0])
+    return folder.is_dir() and (holds_ranks(folder) or bool(runs_in(folder)))
+
+
+def merge_ranks(folder: Optional[str], output: Optional[str]) -> int:
+    """``sbprof merge [RUN_FOLDER]``: one distributed run's report; exit 1 when the run is incomplete."""
+    from sbprof.distributed.merge import find_run, merge_run
+    from sbprof.report.distributed import write_run_report
+    from sbprof.results import prepare_output_folder
+
+    try:
+        run_folder = find_run(folder)
+        summary = merge_run(run_folder)
+        outputs = write_run_report(summary, prepare_output_folder(output or str(run_folder), "--output"))
+    except SbprofError as exc:
+        error(str(exc))
+        return EXIT_CONFIG
+    except OSError as exc:
+        error(f"cannot write the report in {output or folder}: {exc.strerror or exc}")
+        return EXIT_FAILED
+    print_outputs(outputs)
+    if not summary.complete:
+        gone = ", ".join(f"rank {m.rank} (last seen at step {m.last_step})" for m in summary.missing)
+        early = ", ".join(f"rank {r.rank} ({r.ended})" for r in summary.stopped_early)
+        error(f"run {summary.run_id} is incomplete: " + "; ".join(p for p in (f"missing {gone}" if gone else "",
+                                                                            f"stopped early {early}" if early else "")
+                                                                   if p))
+        return EXIT_FAILED
     return EXIT_OK
 
 

@@ -63,6 +63,8 @@ def main(name: str, argv: List[str], prog: str) -> int:
         return int(exc.code or 0)
     if isinstance(cfg, int):  # the command line answered by itself (--help, --render-only)
         return cfg
+    if entry.ranks is not None and os.environ.get("RANK") is not None and os.environ.get("WORLD_SIZE") is not None:
+        return run_rank(entry, cfg)
     from sbprof.jobs.runner import run_config
 
     pre = cfg.preamble
@@ -88,6 +90,22 @@ def main(name: str, argv: List[str], prog: str) -> int:
         error(f"every {entry.noun} measured in this run failed; the first: {outcome.first_failure}")
         return EXIT_FAILED
     return EXIT_OK
+
+
+def run_rank(entry: JobEntry, cfg: Any) -> int:
+    """Under torchrun, this process is one rank of the job: it measures in place (torchrun supervises the ranks)."""
+    from sbprof.errors import ConfigError
+
+    if os.environ.get("RANK") == "0":  # one rank says it for all
+        for warning in cfg.preamble.warnings:
+            print(f"warning: {warning}")
+    try:
+        return entry.load("ranks")(cfg)
+    except ConfigError as exc:
+        error(str(exc))
+        return EXIT_CONFIG
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
 
 
 def render_only(entry: JobEntry, target: str, rest: List[str]) -> int:

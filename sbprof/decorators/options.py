@@ -29,7 +29,7 @@ def check_stages(stages: Optional[Iterable[str]]) -> Optional[Tuple[str, ...]]:
 
 
 class Options:
-    """The ``torch.profiler.profile`` arguments a decorator was given (plus hooks, stages and modules).
+    """The ``torch.profiler.profile`` arguments a decorator was given (plus hooks, stages, modules, rank folder).
 
     ``version`` changes whenever a later ``@schedule``/``@export`` changes them,
     so a profiler kept across calls knows it is stale.
@@ -37,7 +37,8 @@ class Options:
 
     def __init__(self, class_hooks: Optional[Iterable[str]], stages: Optional[Iterable[str]], activities: Any,
                  schedule: Any, on_trace_ready: Any, record_shapes: bool, profile_memory: bool,
-                 with_stack: bool, with_flops: bool, with_modules: bool, modules: Any = None):
+                 with_stack: bool, with_flops: bool, with_modules: bool, modules: Any = None,
+                 rank_folder: Optional[str] = None):
         if class_hooks is not None:
             if isinstance(class_hooks, str) or not all(isinstance(h, str) for h in class_hooks):
                 raise ConfigError(f"class_hooks must be a list of method names, got {class_hooks!r}")
@@ -45,6 +46,7 @@ class Options:
         self.class_hooks = class_hooks
         self.stages = check_stages(stages)
         self.modules = modules  # per-module attribution (sbprof.modules), resolved when attached
+        self.rank_folder = rank_folder  # under torchrun: where rank files go (sbprof.distributed.world.rank_folder)
         self.activities = activities
         self.version = 0
         self.schedule = schedule

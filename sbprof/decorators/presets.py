@@ -38,6 +38,7 @@ def profile(
     with_flops: bool = False,
     with_modules: bool = False,
     modules: Any = None,
+    rank_folder: Optional[str] = None,
 ) -> Any:
     """Profile a function, class, ``Brain`` or pretrained interface with ``torch.profiler``.
 
@@ -88,21 +89,22 @@ def profile(
     True
     """
     options = Options(class_hooks, stages, activities, schedule, on_trace_ready, record_shapes,
-                      profile_memory, with_stack, with_flops, with_modules, modules)
+                      profile_memory, with_stack, with_flops, with_modules, modules, rank_folder)
     return _decorate(func, options, "profile")
 
 
 def _scheduled(func: Any, class_hooks: Optional[Iterable[str]], stages: Optional[Iterable[str]],
-               schedule_args: Dict[str, int], detailed: bool, modules: Any) -> Any:
+               schedule_args: Dict[str, int], detailed: bool, modules: Any, rank_folder: Optional[str]) -> Any:
     """The optimiser (``detailed=False``) or analyst profile: memory always, detail on demand."""
     options = Options(class_hooks, stages, None, schedule(**schedule_args), None, record_shapes=detailed,
                       profile_memory=True, with_stack=detailed, with_flops=detailed, with_modules=False,
-                      modules=modules)
+                      modules=modules, rank_folder=rank_folder)
     return _decorate(func, options, "profile_analyst" if detailed else "profile_optimiser")
 
 
 def profile_optimiser(func: Any = _NO_TARGET, class_hooks: Optional[Iterable[str]] = None,
-                      stages: Optional[Iterable[str]] = None, modules: Any = None, **schedule_args: int) -> Any:
+                      stages: Optional[Iterable[str]] = None, modules: Any = None, rank_folder: Optional[str] = None,
+                      **schedule_args: int) -> Any:
     """Scheduled profile of steady-state steps, with low overhead (no shapes, stacks or FLOPs).
 
     The schedule skips ``wait`` steps, records but discards ``warmup`` steps,
@@ -110,6 +112,7 @@ def profile_optimiser(func: Any = _NO_TARGET, class_hooks: Optional[Iterable[str
     8 ends the first cycle). Memory is tracked. On a decorated function, each
     call is one step and repeated calls share one profiler; a function that
     loops by itself calls ``sbprof.step()`` once per iteration instead.
+    Under torchrun each rank writes its own file (``rank_folder``: see :func:`profile`).
 
     Example
     -------
@@ -122,11 +125,13 @@ def profile_optimiser(func: Any = _NO_TARGET, class_hooks: Optional[Iterable[str
     >>> infer.profiler.step_num, infer.profiler.recorded_steps
     (5, 2)
     """
-    return _scheduled(func, class_hooks, stages, schedule_args, detailed=False, modules=modules)
+    return _scheduled(func, class_hooks, stages, schedule_args, detailed=False, modules=modules,
+                      rank_folder=rank_folder)
 
 
 def profile_analyst(func: Any = _NO_TARGET, class_hooks: Optional[Iterable[str]] = None,
-                    stages: Optional[Iterable[str]] = None, modules: Any = None, **schedule_args: int) -> Any:
+                    stages: Optional[Iterable[str]] = None, modules: Any = None, rank_folder: Optional[str] = None,
+                    **schedule_args: int) -> Any:
     """Scheduled, fully detailed profile: shapes, stacks, memory and FLOPs.
 
     Same schedule as :func:`profile_optimiser`. Its overhead is large (stacks
@@ -146,4 +151,5 @@ def profile_analyst(func: Any = _NO_TARGET, class_hooks: Optional[Iterable[str]]
     >>> sum(e.flops for e in prof.key_averages()) == 2 * 16 ** 3
     True
     """
-    return _scheduled(func, class_hooks, stages, schedule_args, detailed=True, modules=modules)
+    return _scheduled(func, class_hooks, stages, schedule_args, detailed=True, modules=modules,
+                      rank_folder=rank_folder)

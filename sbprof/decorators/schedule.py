@@ -16,6 +16,7 @@ DEFAULT_WAIT = 1
 DEFAULT_WARMUP = 2
 DEFAULT_ACTIVE = 5
 DEFAULT_REPEAT = 1
+DEFAULT_TRACE_DIR = "./log/"
 
 
 def step() -> None:
@@ -104,31 +105,49 @@ def schedule(func: Any = None, wait: int = DEFAULT_WAIT, warmup: int = DEFAULT_W
 
 
 class TraceExport:
-    """A trace handler (``on_trace_ready``) that is also a decorator (``@export(...)``)."""
+    """A trace handler (``on_trace_ready``) that is also a decorator (``@export(...)``).
 
-    def __init__(self, dir_name: str, worker_name: Optional[str], use_gzip: bool):
+    Under torchrun (a profiler with a rank section), traces without a
+    ``worker_name`` are named by rank (``rank00001.<ns>.pt.trace.json``) and,
+    without a ``dir_name``, go to the run folder's ``traces/`` beside the rank
+    files: every rank's trace of one run in one folder, for TensorBoard,
+    Perfetto or HolisticTraceAnalysis.
+    """
+
+    def __init__(self, dir_name: Optional[str], worker_name: Optional[str], use_gzip: bool):
         self.dir_name = dir_name
-        self._handler = tprof.tensorboard_trace_handler(dir_name=dir_name, worker_name=worker_name,
-                                                        use_gzip=use_gzip)
+        self.worker_name = worker_name
+        self.use_gzip = use_gzip
+        self._handler = tprof.tensorboard_trace_handler(dir_name=dir_name or DEFAULT_TRACE_DIR,
+                                                        worker_name=worker_name, use_gzip=use_gzip)
 
     def __call__(self, target: Any) -> Any:
         if isinstance(target, tprof.profile):
-            return self._handler(target)
+            return self._handler_for(target)(target)
         return set_option(target, "on_trace_ready", self)
 
+    def _handler_for(self, prof: tprof.profile) -> Any:
+        section = getattr(prof, "rank_section", None)
+        if section is None or section.log is None or self.worker_name is not None:
+            return self._handler
+        folder = self.dir_name or str(section.log.folder / "traces")
+        return tprof.tensorboard_trace_handler(dir_name=folder, worker_name=f"rank{section.world.rank:05d}",
+                                               use_gzip=self.use_gzip)
+
     def __repr__(self) -> str:
-        return f"export(dir_name={self.dir_name!r})"
+        return f"export(dir_name={(self.dir_name or DEFAULT_TRACE_DIR)!r})"
 
 
-def export(func: Any = None, dir_name: str = "./log/", worker_name: Optional[str] = None,
+def export(func: Any = None, dir_name: Optional[str] = None, worker_name: Optional[str] = None,
            use_gzip: bool = False) -> Any:
     """Export each finished trace for TensorBoard's profiler plugin / Perfetto.
 
     Usable like :func:`schedule`: ``profile(on_trace_ready=export(dir_name=...))``,
     stacked as ``@export`` / ``@export(dir_name=...)``, or on a profiled instance.
-    Files are ``<worker>.<ns>.pt.trace.json`` in ``dir_name``; a trace holds
-    everything recorded in its cycle, the profiled steps labelled
-    ``sbprof.step:<name>``.
+    Files are ``<worker>.<ns>.pt.trace.json`` in ``dir_name`` (default
+    ``./log/``; under torchrun, named by rank in the run folder's ``traces/``);
+    a trace holds everything recorded in its cycle, the profiled steps
+    labelled ``sbprof.step:<name>``.
 
     Example
     -------

@@ -98,6 +98,16 @@ class _OpenStep:
     wall0: float = 0.0
     cpu0: float = 0.0
     stepped_inside: bool = False
+    cuda0: Any = None
+
+
+def _cuda_event() -> Any:
+    """A CUDA event recorded now on the current stream, when CUDA is in use (else ``None``)."""
+    if not torch.cuda.is_initialized():
+        return None
+    event = torch.cuda.Event(enable_timing=True)
+    event.record()
+    return event
 
 
 def _sync() -> None:
@@ -144,6 +154,9 @@ class StepProfiler(tprof.profile):
         self._open: List[_OpenStep] = []  # the steps now running, innermost last
         self._sessions: List[Any] = []
         self._views: List[SessionView] = []
+        # Under torchrun, the rank file's section of the profiled target (sbprof.distributed.recorder).
+        self.rank_section: Any = None
+        self.rank_views_read = 0
 
     @property
     def has_schedule(self) -> bool:
@@ -182,6 +195,8 @@ class StepProfiler(tprof.profile):
     def stop_trace(self) -> None:
         super().stop_trace()
         self._sessions.append(self.profiler)
+        if self.rank_section is not None:
+            self.rank_section.session_ended(self)
 
     # ------------------------------------------------------------ steps
 
@@ -217,9 +232,12 @@ class StepProfiler(tprof.profile):
         running.label.__enter__()
         _sync()
         running.wall0, running.cpu0 = time.perf_counter(), time.process_time()
+        # Under torchrun, a rank's steps also get GPU time between CUDA events (sbprof.distributed.recorder).
+        running.cuda0 = _cuda_event() if self.rank_section is not None else None
 
     def _end(self, running: _OpenStep, counted: bool) -> None:
         """Close a step: a counted one is timed and advances the schedule, another is marked not a step."""
+        cuda1 = _cuda_event() if running.cuda0 is not None else None
         _sync()
         elapsed, cpu = time.perf_counter() - running.wall0, time.process_time() - running.cpu0
         if not counted:
@@ -229,6 +247,9 @@ class StepProfiler(tprof.profile):
         if counted and self.selects(running.name):
             self.step_wall_s[running.name].append(elapsed)
             self.step_cpu_s[running.name].append(cpu)
+            if self.rank_section is not None:
+                cuda = None if cuda1 is None else running.cuda0.elapsed_time(cuda1) / 1e3
+                self.rank_section.step_ended(self, running.name, running.wall0, elapsed, cpu, cuda)
             self._advance()
 
     @contextlib.contextmanager
@@ -253,7 +274,8 @@ class StepProfiler(tprof.profile):
 
     # ------------------------------------------------------------ results
 
-    def _read_sessions(self) -> List[SessionView]:
+    def sessions(self) -> List[SessionView]:
+        """Every finished session of this profiler, each parsed once, on one shared clock."""
         for session in self._sessions[len(self._views):]:
             origin = self._views[0].origin_ns if self._views else None
             self._views.append(SessionView(session, origin, labelled=True))
@@ -277,7 +299,7 @@ class StepProfiler(tprof.profile):
         if self.timing_only:
             raise MeasurementError("this profiler was made with activities=() (timing only): it records no "
                                    "operator events; read step_wall_s / measurement() instead")
-        views = self._read_sessions()
+        views = self.sessions()
         events: List[Any] = []
         windows: List[StepWindow] = []
         memory: List[MemoryRecord] = []
@@ -301,7 +323,7 @@ class StepProfiler(tprof.profile):
         if self.timing_only:
             return 0
         self.stop()
-        return sum(self.selects(w.step) for view in self._read_sessions() for w in view.windows)
+        return sum(self.selects(w.step) for view in self.sessions() for w in view.windows)
 
     def key_averages(self, group_by_input_shape: bool = False, group_by_stack_n: int = 0,
                      group_by_overload_name: bool = False, include_python_functions: bool = False) -> EventList:
@@ -327,7 +349,7 @@ class StepProfiler(tprof.profile):
         device = f"cuda:{torch.cuda.current_device()}" if torch.cuda.is_initialized() else "cpu"
         extra: Dict[str, Any] = {}
         self.stop()  # as every read does: what ran so far becomes readable (a timing-only profiler has none)
-        if any(w.step == step for view in self._read_sessions() for w in view.windows):
+        if any(w.step == step for view in self.sessions() for w in view.windows):
             events = self.events(step)
             extra.update(recorded_steps=len(events.windows), operator_cpu_us=operator_cpu_us(events),
                          device_us=device_us(events))

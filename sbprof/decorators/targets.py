@@ -8,6 +8,9 @@
   (``transcribe_batch`` calling ``encode_batch``) count once.
 - A class: a same-named subclass whose instances are hooked at ``__init__``.
 
+Under torchrun (``RANK`` and ``WORLD_SIZE`` set), each profiled target also
+writes its steps to this rank's file (:mod:`sbprof.distributed.recorder`).
+
 With ``modules=``, each selected step is also a step of a
 :class:`~sbprof.modules.ModuleAttribution` (``profiler.modules``), whose hooks
 are installed at the first step and removed when the session ends (``fit`` /
@@ -38,6 +41,7 @@ from torch import profiler as tprof
 
 from sbprof.decorators.options import Options
 from sbprof.decorators.step_profiler import BRAIN_STAGES, StepProfiler
+from sbprof.distributed.recorder import new_section
 from sbprof.errors import ConfigError
 from sbprof.modules.attribution import ModuleAttribution
 
@@ -132,6 +136,7 @@ def profile_function(func: Callable, options: Options) -> Callable:
         setattr(options, key, value)
     step_name = getattr(func, "__name__", "call")
     made_with: List[int] = [-1]  # the options version the current profiler was made with
+    section = new_section(step_name, options.rank_folder)  # under torchrun: this function's part of the rank file
     if options.modules is not None and not isinstance(options.modules, ModuleAttribution):
         raise ConfigError(NEEDS_ATTRIBUTION.format(kind="a function"))
 
@@ -144,6 +149,8 @@ def profile_function(func: Callable, options: Options) -> Callable:
             prof = opts.new_profiler()
             prof.modules = opts.modules
             made_with[0] = opts.version
+            if section is not None:
+                section.attach(prof)
         wrapper.profiler = prof  # visible inside the call, for sbprof.step()
         ACTIVE.append(prof)
         try:
@@ -260,6 +267,10 @@ def attach(obj: Any, options: Options) -> Any:
     prof = options.new_profiler(inherit=inherit, brain=brain)
     prof.owns_steps = True
     prof.modules = make_attribution(obj, options, prof)
+    section = existing.rank_section if isinstance(existing, StepProfiler) else None
+    section = section or new_section(type(obj).__name__, options.rank_folder)
+    if section is not None:  # under torchrun: this object's part of the rank file
+        section.attach(prof)
     # Without a schedule, a profiler is active only inside hooked calls. With one,
     # it runs from the first step until results are read, as the schedule wants.
     per_call_session = not brain and not prof.has_schedule

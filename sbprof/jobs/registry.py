@@ -51,6 +51,9 @@ class JobEntry:
         ``show(config, outcome)``: what the command prints after the run (e.g. a short report).
     noun : str
         What the job's cells are, in its closing line (``cell``, ``point``...).
+    ranks : str, optional
+        ``run_rank(config) -> exit code``: what one process does when the job runs under torchrun
+        (``RANK`` and ``WORLD_SIZE`` set): it is one rank of the job, measuring in place.
     """
 
     name: str
@@ -62,6 +65,7 @@ class JobEntry:
     command_line: Optional[str] = None
     show: Optional[str] = None
     noun: str = "cell"
+    ranks: Optional[str] = None
 
     def load(self, part: str) -> Any:
         """The object one of the entry's parts names (imported now): ``config``, ``schema``, ``plan``,
@@ -84,8 +88,9 @@ JOBS: Dict[str, JobEntry] = {entry.name: entry for entry in (
              derive=CELL_FIGURES, summarise="sbprof.analysis.sweep:summary_block"),
     JobEntry("compare-models", "models or variants over a varied size: latency, RTFx, memory, energy, plots",
              "sbprof.compare", "comparison", derive=CELL_FIGURES, noun="point"),
-    JobEntry("train", "training-loop profile: step time, memory, FLOPs, per-module breakdown", "sbprof.train",
-             "train", derive="sbprof.analysis.train:train_figures", show=SHOW_REPORT),
+    JobEntry("train", "training-loop profile: step time, memory, FLOPs, per-module breakdown; DDP scale-out",
+             "sbprof.train", "train", derive="sbprof.analysis.train:train_figures", show=SHOW_REPORT,
+             ranks="sbprof.train.rank:run_rank"),
     JobEntry("transducer", "RNN-T loss backends: agreement, step time and memory side by side", "sbprof.transducer",
              "transducer", show=SHOW_REPORT),
 ) + tuple(

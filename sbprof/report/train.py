@@ -4,13 +4,14 @@ and where the step's time goes. Reads the records of ``results.json`` only; neve
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 from tabulate import tabulate
 
 from sbprof.analysis.train import TrainCell, TrainSummary
 from sbprof.record import Measurement
 from sbprof.report.counts import si
+from sbprof.report.distributed import DEFINITIONS, render_section, scaling_lines, status_lines
 from sbprof.report.format import bytes_in, sig3
 from sbprof.report.modules_markdown import display_names, render_breakdown
 from sbprof.results.files import atomic_write_text
@@ -138,10 +139,41 @@ def render_train(summary: TrainSummary) -> str:
              f"torchaudio {machine.get('torchaudio', '?')}, speechbrain {machine.get('speechbrain', '?')}",
              f"- **Batches**: {_rules_text(rules)}",
              "- **Step**: one `Brain.fit_batch` (forward, loss, backward, optimiser step), timed by the "
-             "`sbprof.profile(brain, activities=())` decorator (wall clock; CUDA synchronised).", ""]
+             f"`sbprof.profile(brain, {'activities=()' if summary.cells else 'activities=[CPU]'})` decorator (wall "
+             "clock; CUDA synchronised).", ""]
     for cell in summary.cells:
         lines.append(render_variant(cell))
+    lines += distributed_lines(summary)
     return "\n".join(lines)
+
+
+def distributed_lines(summary: TrainSummary) -> List[str]:
+    """A ``world_sizes`` study: the scaling tables, then each world merged as ``sbprof merge`` merges it."""
+    if not summary.worlds:
+        return []
+    batch = (summary.rules.get("data") or {}).get("batch_size", "?")
+    lines = ["## Distributed training (DDP under torchrun)", "",
+             "Each world is one torchrun launch of that many ranks on this machine (gloo on the CPU, NCCL with one "
+             "GPU per rank), SpeechBrain's DDP path (`ddp_init_group`, the Brain's DDP wrapping), each step profiled "
+             "with operator recording (`profile(brain, activities=[CPU])`) to read its communication.", ""]
+    for t in summary.scaling:
+        how = (f"global batch of {batch} utterances split over the ranks" if t.scaling == "strong"
+               else f"{batch} utterances per rank")
+        lines += scaling_lines(f"### Scaling: {t.variant} on {t.device}, {t.threads} thread(s) per rank, {t.scaling} "
+                               f"scaling ({how})", t.rows) + [""]
+    for w in summary.worlds:
+        what = "the baseline of both scalings" if w.world_size == 1 else f"{w.scaling} scaling"
+        lines += [f"### World of {w.world_size} ({what}): {w.variant} on {w.device}, run {w.run}", ""]
+        if w.launch is not None:
+            lines += [f"torchrun: `{w.launch.settings.get('torchrun', '?')}`; rank files `{w.summary.source}` "
+                      "(`sbprof merge` on that folder gives the same figures).", ""]
+            if not w.launch.ok:
+                lines += [f"Launch {w.launch.status}: {w.launch.message}", ""]
+        lines += status_lines(w.summary)
+        for section in w.summary.sections:
+            lines += [""] + render_section(section, level="####")
+        lines.append("")
+    return lines + ["Definitions:", ""] + [f"- {d}" for d in DEFINITIONS] + [""]
 
 
 def write_reports(summary: TrainSummary, folder: Union[str, Path]) -> Dict[str, Path]:

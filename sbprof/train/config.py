@@ -7,19 +7,21 @@ stops the run before any model is built, with one
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import os
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
-from sbprof.checks import check_choices, check_flag, check_int, is_positive_number
+from sbprof.checks import check_choices, check_flag, check_int, check_list, is_positive_number
 from sbprof.errors import ConfigError
 from sbprof.jobs.preamble import SCHEMA as PREAMBLE, Defaults, Preamble, check_preamble, load_tree
 from sbprof.train.models import VARIANTS, ModelSizes
 
 DATA_KEYS = ("batch_size", "num_batches", "scale", "sample_rate")
 PROFILING_KEYS = ("modules", "memory", "flops", "export_trace", "trace_steps")
+SCALINGS = ("strong", "weak")
 SCHEMA: Dict[str, Any] = {
-    **PREAMBLE, "variants": None, "learning_rate": None,
+    **PREAMBLE, "variants": None, "learning_rate": None, "world_sizes": None, "scaling": None,
     "model": {k: None for k in ModelSizes.__dataclass_fields__}, "data": {k: None for k in DATA_KEYS},
     "profiling": {k: None for k in PROFILING_KEYS},
 }
@@ -52,6 +54,9 @@ class TrainConfig:
     """A checked training-recipe configuration (``train_profile.yaml`` documents every key).
 
     ``preamble.warmup`` training steps are left out of every figure, ``preamble.measured`` steps are timed.
+    With ``world_sizes``, each world size is a torchrun launch of DDP ranks on this machine, for each
+    ``scaling``: ``strong`` splits the global batch ``data.batch_size`` over the ranks, ``weak`` gives every
+    rank ``data.batch_size`` utterances.
     """
 
     preamble: Preamble
@@ -60,12 +65,38 @@ class TrainConfig:
     model: ModelSizes = field(default_factory=ModelSizes)
     data: DataConfig = field(default_factory=DataConfig)
     profiling: ProfilingConfig = field(default_factory=ProfilingConfig)
+    world_sizes: Optional[Tuple[int, ...]] = None
+    scaling: Tuple[str, ...] = SCALINGS
 
     def rules(self) -> Dict[str, Any]:
         """What every result of a run depends on (a resumed run must share it)."""
-        return {"seed": self.preamble.seed, "learning_rate": self.learning_rate, "model": asdict(self.model),
-                "data": asdict(self.data), "warmup": self.preamble.warmup, "measured": self.preamble.measured,
-                "profiling": asdict(self.profiling)}
+        rules = {"seed": self.preamble.seed, "learning_rate": self.learning_rate, "model": asdict(self.model),
+                 "data": asdict(self.data), "warmup": self.preamble.warmup, "measured": self.preamble.measured,
+                 "profiling": asdict(self.profiling)}
+        if self.world_sizes:
+            rules["distributed"] = {"world_sizes": list(self.world_sizes), "scaling": list(self.scaling)}
+        return rules
+
+    def tree(self, device: str, threads: int) -> Dict[str, Any]:
+        """This configuration on one setting as a YAML tree (JSON is YAML): what a world's ranks are started with.
+
+        Example
+        -------
+        >>> from sbprof.jobs.preamble import Defaults, check_preamble
+        >>> pre = check_preamble({"devices": "cpu", "cpu_threads": 1}, "t.yaml", {}, DEFAULTS)
+        >>> validate(TrainConfig(pre).tree("cpu", 1), "again.yaml").preamble.settings == pre.settings
+        True
+        """
+        pre = self.preamble
+        return {"variants": list(self.variants), "learning_rate": self.learning_rate, "model": asdict(self.model),
+                "data": asdict(self.data), "profiling": asdict(self.profiling), "scaling": list(self.scaling),
+                "devices": device, "cpu_threads": threads, "cuda_threads": pre.cuda_threads, "seed": pre.seed,
+                "warmup": pre.warmup, "measured": pre.measured, "timeout_s": pre.timeout_s,
+                "output_folder": pre.output_folder}
+
+    def rank_batch(self, scaling: str, world_size: int) -> int:
+        """Utterances per rank and step: the global batch split (``strong``), or the whole batch (``weak``)."""
+        return self.data.batch_size // world_size if scaling == "strong" else self.data.batch_size
 
     def to_dict(self) -> Dict[str, Any]:
         d = asdict(self)
@@ -75,9 +106,11 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "TrainConfig":
         """Rebuild what :meth:`to_dict` wrote (already checked; used by workers)."""
+        sizes = d.get("world_sizes")
         return cls(preamble=Preamble.from_dict(d["preamble"]), variants=tuple(d["variants"]),
                    learning_rate=d["learning_rate"], model=ModelSizes(**d["model"]), data=DataConfig(**d["data"]),
-                   profiling=ProfilingConfig(**d["profiling"]))
+                   profiling=ProfilingConfig(**d["profiling"]), world_sizes=tuple(sizes) if sizes else None,
+                   scaling=tuple(d.get("scaling", SCALINGS)))
 
 
 def _section(tree: Mapping[str, Any], key: str, file: str) -> Mapping[str, Any]:
@@ -118,7 +151,7 @@ def validate(tree: Any, file: str, run_options: Optional[Mapping[str, Any]] = No
                           f"length only with an odd kernel), got {sizes.kernel_size}")
     data = _section(tree, "data", file)
     prof = _section(tree, "profiling", file)
-    return TrainConfig(
+    cfg = TrainConfig(
         preamble=check_preamble(tree, file, run_options, DEFAULTS),
         variants=check_choices(tree.get("variants", list(VARIANTS)), "variants", VARIANTS, file, "variant"),
         learning_rate=_number(tree.get("learning_rate", 1e-3), "learning_rate", file),
@@ -132,7 +165,63 @@ def validate(tree: Any, file: str, run_options: Optional[Mapping[str, Any]] = No
             memory=check_flag(prof.get("memory", True), "profiling.memory", file),
             flops=check_flag(prof.get("flops", True), "profiling.flops", file),
             export_trace=check_flag(prof.get("export_trace", False), "profiling.export_trace", file),
-            trace_steps=check_int(prof.get("trace_steps", 2), "profiling.trace_steps", 1, file)))
+            trace_steps=check_int(prof.get("trace_steps", 2), "profiling.trace_steps", 1, file)),
+        scaling=check_choices(tree.get("scaling", list(SCALINGS)), "scaling", SCALINGS, file, "scaling"))
+    return check_distributed(cfg, tree.get("world_sizes"), file)
+
+
+def check_distributed(cfg: TrainConfig, world_sizes: Any, file: str) -> TrainConfig:
+    """``world_sizes`` (and, under torchrun, the world torchrun gives) checked against the backend and the batch.
+
+    Each world size needs its backend here (gloo on the CPU; NCCL with one GPU per rank), and under strong
+    scaling a global batch that splits evenly. More busy threads than cores is accepted and flagged.
+    """
+    from sbprof.distributed.world import from_env
+
+    world = from_env()
+    if world is not None and world_sizes is not None:
+        raise ConfigError(f"{file}: world_sizes makes sbprof launch its own torchrun worlds; under torchrun (this "
+                          f"process is rank {world.rank} of {world.world_size}) leave it out")
+    if world is None and world_sizes is None:
+        return cfg
+    sizes = (world.world_size,) if world is not None else tuple(sorted(check_list(world_sizes, "world_sizes",
+                                                                                  True, file)))
+    pre = cfg.preamble
+    if world is not None and (len(pre.devices) > 1 or len(pre.cpu_threads) > 1):
+        raise ConfigError(f"{file}: under torchrun each rank is one process: give one device and one cpu_threads "
+                          f"value, got devices {list(pre.devices)} and cpu_threads {list(pre.cpu_threads)}")
+    warnings: List[str] = list(pre.warnings)
+    for setting in pre.settings:
+        for n in sizes:
+            # A node holds LOCAL_WORLD_SIZE of torchrun's ranks (one GPU each); sbprof's own worlds are one node.
+            _check_backend(setting.device, n if world is None else world.local_world_size, file)
+            if setting.device == "cpu" and n * setting.threads > (os.cpu_count() or 1):
+                warnings.append(f"world size {n} x {setting.threads} thread(s) exceeds this machine's "
+                                f"{os.cpu_count() or 1} logical cores: that world is oversubscribed")
+    if "strong" in cfg.scaling:
+        uneven = [n for n in sizes if cfg.data.batch_size % n]
+        if uneven:
+            raise ConfigError(f"{file}: data.batch_size {cfg.data.batch_size} cannot be split evenly over "
+                              f"{uneven} ranks (strong scaling keeps the global batch): give a multiple of every "
+                              "world size, or scaling: [weak]")
+    return replace(cfg, world_sizes=sizes if world is None else None,
+                   preamble=replace(pre, warnings=tuple(dict.fromkeys(warnings))))
+
+
+def _check_backend(device: str, ranks_here: int, file: str) -> None:
+    """The backend of ``device`` exists, and this machine has a GPU for each of its ``ranks_here`` ranks."""
+    import torch
+
+    if device == "cpu":
+        if not (torch.distributed.is_available() and torch.distributed.is_gloo_available()):
+            raise ConfigError(f"{file}: {ranks_here} rank(s) on the CPU need torch.distributed's gloo backend, "
+                              "which this torch build lacks")
+        return
+    if not torch.distributed.is_nccl_available():
+        raise ConfigError(f"{file}: ranks on {device} need the NCCL backend, which this torch build lacks")
+    if ranks_here > torch.cuda.device_count():
+        raise ConfigError(f"{file}: world size {ranks_here} on CUDA needs one GPU per rank on this machine (NCCL); "
+                          f"it has {torch.cuda.device_count()}")
 
 
 def load_config(path: Union[str, Path], overrides: Optional[Mapping[str, Any]] = None,

@@ -7,6 +7,13 @@ failed cell). Then each (setting, variant, run) is one
 (:func:`sbprof.jobs.plan.interleaved_passes`), so a training step that
 crashes its process, meets the OOM killer or hangs is that cell's record
 and the run goes on; the one runner saves each record at once and resumes.
+
+With ``world_sizes``, a cell is one world: (setting, variant, scaling, world
+size), measured by one :mod:`sbprof.train.world_worker` process that
+launches it through torchrun; its items are the world (rank ``None``, the
+launch's record) and each rank. World size 1 is measured once and serves
+both scalings. A world whose record is missing, or failed and
+``--retry_failed`` is given, is launched again whole.
 """
 from __future__ import annotations
 
@@ -15,6 +22,7 @@ from typing import Iterator, List
 import torch
 
 from sbprof.errors import ConfigError
+from sbprof.analysis.intervals import RepeatPolicy
 from sbprof.jobs.plan import Batch, Group, Item, JobPlan, Step, StoreView, interleaved_passes, repeat_policy, worker_env
 from sbprof.jobs.preamble import Setting
 from sbprof.record import Cell
@@ -32,6 +40,8 @@ class Plan(JobPlan):
         from sbprof.modules.selection import select_modules
 
         super().__init__(cfg)
+        if cfg.world_sizes:
+            return  # ranks record no per-module rows: no selection to check
         for variant in cfg.variants:
             modules = build_modules(variant, cfg.model, cfg.data.sample_rate, self.pre.seed)
             try:
@@ -46,6 +56,9 @@ class Plan(JobPlan):
                                                       for v in self.cfg.variants})
 
     def expected(self) -> int:
+        if self.cfg.world_sizes:
+            return sum(n + 1 for n in self.cfg.world_sizes for _ in self.worlds_of(n)) * len(self.pre.settings) * \
+                len(self.cfg.variants) * self.pre.repeats.first_pass
         return len(self.pre.settings) * len(self.cfg.variants) * self.pre.repeats.first_pass
 
     def cell(self, setting: Setting, variant: str) -> Cell:
@@ -60,6 +73,39 @@ class Plan(JobPlan):
                      items=items, log=f"worker-{variant}-{setting.name}.log", env=worker_env(setting.threads))
 
     def steps(self, view: StoreView) -> Iterator[Step]:
-        groups = [Group([self.cell(s, v)], lambda cells, s=s, v=v: self.batch(s, v, cells))
-                  for s in self.pre.settings for v in self.cfg.variants]
-        yield from interleaved_passes(view, lambda: groups, repeat_policy(self.pre.repeats), self.pre.seed)
+        if self.cfg.world_sizes:
+            groups = [Group([self.world_cell(s, v, n, sc)], self.world_batch) for s in self.pre.settings
+                      for v in self.cfg.variants for n in self.cfg.world_sizes for sc in self.worlds_of(n)]
+            # A world's runs are fresh launches; their number is fixed (the first pass of repeats).
+            policy = RepeatPolicy.fixed(self.pre.repeats.first_pass)
+        else:
+            groups = [Group([self.cell(s, v)], lambda cells, s=s, v=v: self.batch(s, v, cells))
+                      for s in self.pre.settings for v in self.cfg.variants]
+            policy = repeat_policy(self.pre.repeats)
+        yield from interleaved_passes(view, lambda: groups, policy, self.pre.seed)
+
+    def worlds_of(self, world_size: int) -> List[str]:
+        """The scalings measured at a world size (one world of size 1 is both scalings' baseline)."""
+        return ["single"] if world_size == 1 else list(self.cfg.scaling)
+
+    def world_cell(self, setting: Setting, variant: str, world_size: int, scaling: str) -> Cell:
+        """A world's cell (rank ``None``); its ranks' cells are the same with ``rank`` set."""
+        from dataclasses import replace
+
+        cell = self.cell(setting, variant)
+        return replace(cell, batch_size=self.cfg.rank_batch(scaling, world_size),
+                       params={"world_size": world_size, "scaling": scaling})
+
+    def world_batch(self, cells: List[Cell]) -> Batch:
+        """One world per batch: its record first, then each rank's (launched again whole when needed)."""
+        from dataclasses import replace
+
+        world = cells[0]
+        size, scaling, setting = world.params["world_size"], world.params["scaling"], Setting(*world.setting)
+        items = [Item(world, f"train:{world.model} world of {size} ({scaling}) on {setting.name} run {world.run}")]
+        items += [Item(replace(world, rank=r), f"train:{world.model} rank {r} of {size} ({scaling}) run {world.run}")
+                  for r in range(size)]
+        return Batch(name=f"torchrun world of {size} ({scaling}) for {world.model} on {setting.name}",
+                     module="sbprof.train.world_worker", payload={"config": self.cfg.to_dict()}, items=items,
+                     log=f"worker-{world.model}-{setting.name}-world{size}-{scaling}.log",
+                     env=worker_env(setting.threads), resumable=False)

@@ -1,0 +1,21 @@
+"""Distributed training under torchrun: one file per rank, and one merged report of every rank.
+
+torchrun and ``torch.distributed`` are the engine; this package writes no
+launcher, rendezvous or transport of its own:
+
+- :mod:`~sbprof.distributed.world`: who this process is (``RANK``,
+  ``LOCAL_RANK``, ``WORLD_SIZE``, node, host, backend), the run's id agreed
+  through torchrun's own store, and the folder rank files go to;
+- :mod:`~sbprof.distributed.comm`: communication time read from the
+  profiler's events (collectives on the CPU, NCCL kernels on a GPU);
+- :mod:`~sbprof.distributed.rankfile`: the per-rank file (JSON lines, written
+  as steps end, so a rank that dies still says where it was);
+- :mod:`~sbprof.distributed.recorder`: the decorators' rank mode (a section
+  per profiled target; the file closed at exit or SIGTERM; rank 0 merges
+  after a barrier with a timeout);
+- :mod:`~sbprof.distributed.merge`: the streaming merge (two passes, one
+  rank in memory at a time) behind ``sbprof merge``;
+- :mod:`~sbprof.distributed.launch`: the torchrun command sbprof runs for a
+  ``world_sizes`` study (``python -m torch.distributed.run``);
+- :mod:`~sbprof.distributed.hta`: HolisticTraceAnalysis on GPU traces (optional).
+"""

@@ -1,0 +1,170 @@
+"""One rank's results file: JSON lines, appended and flushed as the run goes, read back one line at a time.
+
+``<run folder>/rank00003.jsonl`` (the rank, five digits, so files sort by
+rank) holds, one JSON object per line:
+
+- ``{"header": {...}}``: the run id, rank, local rank, world size, node rank,
+  host, backend, process id and start time;
+- ``{"step": {...}}``: each step as it ends (section, name, index, wall and
+  CPU seconds, seconds since the previous step, whether it is reported), so
+  the last one says where a rank that died was last seen;
+- ``{"comm": {...}}``: communication seconds of the reported steps of one
+  profiler session, once the session is read;
+- ``{"record": {...}}``: a section's whole :class:`~sbprof.record.Measurement`
+  (the last one of a section wins);
+- ``{"end": {...}}``: why the rank stopped (``exit``, ``SIGTERM``...). A file
+  without one belongs to a rank that died or is still running.
+
+Each line is written whole and flushed, so a rank killed with SIGKILL loses
+at most the line it was writing (a torn last line is ignored on reading).
+The reader keeps only the header, each section's last record, the last step
+line and the end: one rank's file never needs more memory than its records.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Union
+
+from sbprof.errors import ConfigError
+
+FORMAT = "sbprof-rank"
+VERSION = 1
+GLOB = "rank*.jsonl"
+LINE_KINDS = ("header", "step", "comm", "record", "end")
+
+
+def rank_file(folder: Union[str, Path], rank: int) -> Path:
+    """The file of ``rank`` in a run folder.
+
+    Example
+    -------
+    >>> rank_file("/tmp/run", 3).name
+    'rank00003.jsonl'
+    """
+    return Path(folder) / f"rank{rank:05d}.jsonl"
+
+
+class RankWriter:
+    """Appends lines to one rank's new file (an existing file is another process's: refused).
+
+    Example
+    -------
+    >>> import tempfile
+    >>> path = rank_file(tempfile.mkdtemp(), 0)
+    >>> w = RankWriter(path, {"run_id": "r", "rank": 0, "world_size": 1})
+    >>> w.write("end", {"reason": "exit"}); w.close()
+    >>> read_rank_file(path).end
+    {'reason': 'exit'}
+    """
+
+    def __init__(self, path: Path, header: Dict[str, Any]):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.file = open(path, "x")
+        except FileExistsError:
+            raise ConfigError(f"{path} already exists: another process wrote rank {header.get('rank')} of run "
+                              f"{header.get('run_id')!r}; give each run its own id (or folder)") from None
+        self.path = path
+        self.write("header", {"format": FORMAT, "version": VERSION, **header})
+
+    def write(self, kind: str, content: Dict[str, Any]) -> None:
+        """One whole line, flushed to the kernel (it survives the process being killed)."""
+        if self.file.closed:
+            return
+        self.file.write(json.dumps({kind: content}) + "\n")
+        self.file.flush()
+
+    def close(self) -> None:
+        self.file.close()
+
+
+@dataclass
+class RankFile:
+    """What the merge keeps of one rank's file (see the module docstring)."""
+
+    path: Path
+    header: Dict[str, Any]
+    records: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    last_step: Optional[Dict[str, Any]] = None
+    end: Optional[Dict[str, Any]] = None
+    torn: bool = False
+
+    @property
+    def rank(self) -> int:
+        return int(self.header["rank"])
+
+    @property
+    def last_seen(self) -> Optional[int]:
+        """The index of the last step this rank wrote (``None`` before its first step ended)."""
+        return None if self.last_step is None else int(self.last_step["index"])
+
+
+_SKIPPED = (b'{"comm": ',)
+_STEP = b'{"step": '
+
+
+def _parse(raw: bytes) -> Optional[Dict[str, Any]]:
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) and len(obj) == 1 else None
+
+
+def read_rank_file(path: Union[str, Path]) -> RankFile:
+    """Read one rank file line by line (see the module docstring).
+
+    Step lines are only skimmed (the last whole one says where the rank was last seen) and communication
+    lines skipped: the records hold the figures, so reading costs little more than the records themselves.
+
+    Raises
+    ------
+    ConfigError
+        Not a rank file (no header, another format, a newer version), or a broken line other than a torn last one.
+    """
+    path = Path(path)
+    out: Optional[RankFile] = None
+    steps: List[bytes] = []  # the last two step lines (the last may be torn)
+    with open(path, "rb") as f:
+        lines = iter(enumerate(f, 1))
+        for number, raw in lines:
+            if raw.startswith(_STEP) and out is not None:
+                steps = steps[-1:] + [raw]
+                continue
+            if raw.startswith(_SKIPPED) and out is not None:
+                continue
+            obj = _parse(raw)
+            if obj is None:
+                if not raw.endswith(b"\n") and next(lines, None) is None:  # the last line, torn by a kill
+                    if out is not None:
+                        out.torn = True
+                    continue
+                raise ConfigError(f"{path}: line {number} is not a rank-file line")
+            (kind, content), = obj.items()
+            if out is None:
+                if kind != "header" or content.get("format") != FORMAT:
+                    raise ConfigError(f"{path}: not an sbprof rank file (its first line is no {FORMAT} header)")
+                if content.get("version", 0) > VERSION:
+                    raise ConfigError(f"{path}: written by a newer sbprof (rank file version "
+                                      f"{content.get('version')}); this sbprof reads version {VERSION}")
+                out = RankFile(path, content)
+            elif kind == "record":
+                out.records[content["section"]] = content["measurement"]
+            elif kind == "end":
+                out.end = content
+    if out is None:
+        raise ConfigError(f"{path}: empty rank file (the rank stopped before its first step ended)")
+    for raw in reversed(steps):
+        parsed = _parse(raw)
+        if parsed is not None and "step" in parsed:
+            out.last_step = parsed["step"]
+            break
+    out.torn = out.torn or (bool(steps) and _parse(steps[-1]) is None)
+    return out
+
+
+def rank_files(run_folder: Union[str, Path]) -> List[Path]:
+    """The rank files of a run folder, sorted by rank."""
+    return sorted(Path(run_folder).glob(GLOB))

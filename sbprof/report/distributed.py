@@ -1,0 +1,188 @@
+"""The merged report of a distributed run: stragglers, imbalance, communication and waiting, per rank and host.
+
+Formats a :class:`~sbprof.analysis.distributed.RunSummary` (``sbprof merge``,
+rank 0 at the end of a run) or one world of a training scaling study (the
+same section, from :mod:`sbprof.report.train`); computes nothing.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Dict, List, Optional, Union
+
+from sbprof.analysis.distributed import RankRow, RunSummary, ScalingRow, SectionSummary
+from sbprof.report.format import MESSAGE_CHARS, bytes_in, plural, sig3, table
+from sbprof.results.files import atomic_write_text
+
+REPORT_FILE = "report.md"
+CSV_FILE = "ranks.csv"
+
+DEFINITIONS = [
+    "step time: wall clock of one profiled step on a rank (median [first, third quartile] over its reported steps);",
+    "communication: per step, the union of the spans of its collectives (gloo and other CPU backends: from the "
+    "collective operator's start, e.g. `c10d::allreduce_`, to the end of its backend event, e.g. "
+    "`gloo:all_reduce`; NCCL: the NCCL kernels), read from the profiler's events; with DDP it overlaps backward;",
+    "wait: a step's communication time on a rank minus the smallest over ranks for that step, i.e. time spent "
+    "waiting for the others (what a straggler costs them);",
+    "busy: step time minus wait (the rank's own work); the slowest rank has the longest median busy time; "
+    "imbalance = its median busy time / the median rank's (the lower middle one for an even count), and "
+    "+s the difference per step;",
+    "between steps: from one step's end to the next one's start (data loading and the loop's own work); its share "
+    "is of step + between;",
+    "peak memory: the process's resident high-water mark (CPU) or the CUDA allocator's peak;",
+    "throughput: utterances (audio seconds) of all ranks over the steps every rank reported, divided by the sum "
+    "of those steps' longest time over ranks.",
+]
+
+
+def _pct(x: Optional[float]) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f} %"
+
+
+def _s(x: Optional[float]) -> str:
+    return "n/a" if x is None else sig3(x)
+
+
+def _short(text: str) -> str:
+    """A reason in a table cell: one line, no ``|``, at most :data:`MESSAGE_CHARS` characters."""
+    text = " ".join(text.split()).replace("|", "/")
+    return text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS - 1] + "…"
+
+
+def _where(r: RankRow) -> str:
+    return f"rank {r.rank} ({r.host or '?'}, node {r.node_rank})"
+
+
+def _peak(r: Optional[RankRow]) -> str:
+    if r is None:
+        return "n/a"
+    return f"{bytes_in('GB', r.peak_bytes)} GB {r.peak_kind} ({_where(r)})"
+
+
+def headline(s: SectionSummary) -> List[List[str]]:
+    """The section's figures, one per row."""
+    rows = [["ranks with figures", f"{len(s.rows)} of {s.world_size}"]]
+    if not s.rows:
+        return rows
+    rows += [
+        ["step time (wall), median over ranks", f"{_s(s.step_s)} s"],
+        ["slowest rank", f"{_where(s.slowest)}: busy {_s(s.slowest.busy.median)} s per step (median)"],
+        ["imbalance", f"{s.imbalance:.2f} x the median rank's busy time (+{_s(s.excess_s)} s per step)"
+         if s.imbalance is not None else "n/a"],
+        ["communication share", f"{_pct(s.comm_share)} of the step (median over ranks)"],
+        ["most waiting", f"{_where(s.most_waiting)}: {_s(s.most_waiting.wait_s)} s per step waiting for the "
+                         f"others (median; {_pct(s.most_waiting.wait_share)} of its step time)"
+         if s.most_waiting is not None else "n/a (no communication recorded)"],
+        ["between steps (data loading, loop)", f"{_pct(s.between_share)} (median over ranks)"],
+        ["peak memory (highest rank)", _peak(s.peak)],
+    ]
+    t = s.throughput
+    if t is not None:
+        audio = f", {sig3(t.audio_s_per_s)} audio s/s" if t.audio_s_per_s is not None else ""
+        rows.append(["throughput", f"{sig3(t.utterances_per_s)} utterances/s{audio} over {plural(t.steps, 'step')} "
+                                   f"(global step {sig3(t.step_s)} s, median)"])
+    return rows
+
+
+def rank_table(rows: List[RankRow]) -> str:
+    return table([[str(r.rank), r.host, str(r.node_rank), str(r.steps),
+                   f"{sig3(r.step.median)} [{sig3(r.step.q1)}, {sig3(r.step.q3)}]", sig3(r.busy.median), _s(r.comm_s),
+                   _pct(r.comm_share), _s(r.wait_s), _s(r.between_s), bytes_in("GB", r.peak_bytes), _short(r.ended)]
+                  for r in rows],
+                 ["rank", "host", "node", "steps", "step time s, median [q1, q3]", "busy s", "comm s", "comm share",
+                  "wait s", "between s", "peak GB", "ended"])
+
+
+def render_section(s: SectionSummary, level: str = "##") -> List[str]:
+    """One section: headline figures, per rank, per host."""
+    lines = [f"{level} {s.key}", "", table(headline(s), ["figure", "value"])]
+    if not s.rows:
+        return lines
+    more = "" if len(s.shown) == len(s.rows) else (f" (the {len(s.shown) // 2} slowest and fastest by busy time; "
+                                                   f"every rank in {CSV_FILE})")
+    lines += ["", f"{level}# Per rank{more}", "", "Medians over each rank's reported steps.", "", rank_table(s.shown),
+              "", f"{level}# Per host (node group)", "",
+              table([[h.host, str(h.node_rank), _ranks_text(h.ranks), sig3(h.busy_median_s), sig3(h.busy_max_s),
+                      _pct(h.comm_share), _s(h.wait_max_s), bytes_in("GB", h.peak_max_bytes)] for h in s.hosts],
+                    ["host", "node", "ranks", "busy s, median", "busy s, max", "comm share", "wait s, max",
+                     "peak GB, max"])]
+    return lines
+
+
+def _ranks_text(ranks: List[int]) -> str:
+    return ", ".join(map(str, ranks)) if len(ranks) <= 8 else f"{ranks[0]}..{ranks[-1]} ({len(ranks)})"
+
+
+def status_lines(run: RunSummary) -> List[str]:
+    """Whether every rank is there, and which are not (with the step where each was last seen)."""
+    if run.complete:
+        return [f"**Complete**: all {run.world_size} ranks ended normally."]
+    lines = [f"**INCOMPLETE**: {len(run.missing)} rank(s) missing, {len(run.stopped_early)} stopped early; the "
+             "others' figures stand."]
+    if run.missing:
+        lines += ["", "Missing ranks (no figures):", "",
+                  table([[str(m.rank), m.host or "?", "never" if m.last_step is None else str(m.last_step),
+                          _short(m.why)]
+                         for m in run.missing], ["rank", "host", "last seen at step", "why"])]
+    if run.stopped_early:
+        lines += ["", "Stopped early (figures up to their last step):", "",
+                  table([[str(r.rank), r.host, str(r.last_step), _short(r.ended)] for r in run.stopped_early],
+                        ["rank", "host", "last step", "ended"])]
+    return lines
+
+
+def render_run(run: RunSummary) -> str:
+    """The whole merged report of one run."""
+    hosts = {(h.host, h.node_rank) for s in run.sections for h in s.hosts}
+    lines = [f"# Distributed run {run.run_id}", "",
+             f"{plural(run.world_size, 'rank')}, backend {run.backend}, on {plural(len(hosts), 'host')} / node "
+             f"group(s); rank files in `{run.source}`.", ""] + status_lines(run)
+    for s in run.sections:
+        lines += [""] + render_section(s)
+    lines += ["", "## Definitions", ""] + [f"- {d}" for d in DEFINITIONS]
+    if run.notes:
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in run.notes]
+    for name, rows in (run.gpu or {}).items():
+        if rows:
+            lines += ["", f"## GPU traces (HolisticTraceAnalysis): {name.replace('_', ' ')}", "",
+                      table([[str(v) for v in r.values()] for r in rows], list(rows[0]))]
+    return "\n".join(lines) + "\n"
+
+
+def scaling_lines(title: str, rows: List[ScalingRow]) -> List[str]:
+    """A scaling table: throughput, speed-up and efficiency against world size 1, oversubscription flagged."""
+    return [title, "", table([[str(r.world_size), f"{r.processes} / {r.cores}" + (" oversubscribed"
+                                                                                 if r.oversubscribed else ""),
+                               _s(r.utterances_per_s), _s(r.audio_s_per_s),
+                               "n/a" if r.speedup is None else f"{r.speedup:.2f}", _pct(r.efficiency),
+                               "n/a" if r.imbalance is None else f"{r.imbalance:.2f}", _pct(r.comm_share)]
+                              for r in rows],
+                             ["world size", "threads / cores", "utterances/s", "audio s/s", "speed-up",
+                              "efficiency", "imbalance", "comm share"]),
+            "", "Speed-up = throughput / throughput at world size 1; efficiency = speed-up / world size; threads = "
+                "ranks x torch threads per rank (oversubscribed: more than the machine's logical cores)."]
+
+
+def ranks_csv(run: RunSummary) -> str:
+    """Every rank's row of every section (the report lists at most the slowest and fastest of a large world)."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["section", "rank", "host", "node_rank", "local_rank", "steps", "step_s_median", "step_s_q1",
+                     "step_s_q3", "busy_s_median", "comm_s_median", "comm_share", "wait_s_median", "wait_share",
+                     "between_s_median", "between_share", "peak_bytes", "ended", "last_step"])
+    for s in run.sections:
+        for r in s.rows:
+            writer.writerow([s.key, r.rank, r.host, r.node_rank, r.local_rank, r.steps, r.step.median, r.step.q1,
+                             r.step.q3, r.busy.median, r.comm_s, r.comm_share, r.wait_s, r.wait_share, r.between_s,
+                             r.between_share, r.peak_bytes, r.ended, r.last_step])
+    return out.getvalue()
+
+
+def write_run_report(run: RunSummary, folder: Union[str, Path]) -> Dict[str, Path]:
+    """Write ``report.md`` and ``ranks.csv`` into ``folder``."""
+    folder = Path(folder)
+    report, rows = folder / REPORT_FILE, folder / CSV_FILE
+    atomic_write_text(report, render_run(run))
+    atomic_write_text(rows, ranks_csv(run))
+    return {"report": report, "ranks": rows}
