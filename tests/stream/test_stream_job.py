@@ -1,0 +1,119 @@
+"""The stream job against ground truth: a fake model whose every chunk costs a known time, measured through the
+real job (command line, runner, worker process, real-time pacing, analysis, reports)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fake_interfaces import use_test_environment
+from fake_streaming import write_fake_model
+from stream_configs import write_stream_yaml
+from sbprof.analysis.stream import analyse
+from sbprof.cli import main
+from sbprof.results import RESULTS_FILE, load_results
+
+
+@pytest.fixture(autouse=True)
+def environment(monkeypatch, tmp_path_factory):
+    use_test_environment(monkeypatch, tmp_path_factory.getbasetemp() / "sbprof-models")
+
+
+def _run(tmp_path: Path, capsys, **keys) -> Path:
+    out = tmp_path / "out"
+    path = write_stream_yaml(tmp_path / "s.yaml", keys.pop("source"), output_folder=out, **keys)
+    assert main(["stream", str(path), "--noprogressbar"]) == 0, capsys.readouterr().err
+    return out
+
+
+@pytest.fixture(scope="module")
+def known_cost(tmp_path_factory):
+    """The fake at 32 ms per 80 ms chunk (40 % of real time): one latency cell and the capacity search."""
+    tmp = tmp_path_factory.mktemp("known")
+    out = tmp / "out"
+    model = write_fake_model(tmp / "fake", compute_s=0.032)
+    path = write_stream_yaml(tmp / "s.yaml", str(model), audio_s=0.8, output_folder=out,
+                             capacity={"chunk_size": 8, "left_context_chunks": 2, "max_streams": 8})
+    with pytest.MonkeyPatch.context() as monkeypatch:  # module scope: set up before the autouse fixture
+        use_test_environment(monkeypatch, tmp_path_factory.getbasetemp() / "sbprof-models")
+        assert main(["stream", str(path), "--noprogressbar"]) == 0
+    return out, analyse(load_results(out))
+
+
+def test_a_known_chunk_cost_reads_within_3_percent_and_its_margin_is_the_known_ratio(known_cost):
+    _, summary = known_cost
+    (row,) = summary.settings[0].rows
+    assert row.chunk_ms == pytest.approx(80.0)
+    assert row.chunks == 11  # ten 80 ms chunks of the 0.8 s utterance and the flush chunk
+    assert row.compute_ms["p50"] == pytest.approx(32.0, rel=0.03)
+    assert row.margin == pytest.approx(80.0 / row.compute_ms["p99"])
+    assert row.margin == pytest.approx(2.5, rel=0.03)
+    assert row.tokens_per_chunk == 1 and row.first_token_ms == pytest.approx(80 + 32, abs=5)
+
+
+def test_capacity_of_a_model_at_40_percent_of_real_time_is_2_streams_found_by_bisection(known_cost):
+    out, summary = known_cost
+    cap = summary.settings[0].capacity
+    assert cap.capacity == 2
+    assert [(p.streams, p.real_time) for p in cap.probes] == [(1, True), (2, True), (3, False)]
+    assert [p.margin for p in cap.probes] == pytest.approx([2.5, 1.25, 80 / 96], rel=0.05)
+    report = (out / "report.md").read_text()
+    line = next(line for line in report.splitlines() if line.startswith("| cpu, 1 thread"))
+    assert [cell.strip() for cell in line.strip("|").split("|")][:4] == ["cpu, 1 thread", "8 (80 ms)", "2", "2"]
+    assert (out / "plots" / "stream-cdf-cpu-1threads.png").is_file()
+    assert (out / "plots" / "stream-streams-cpu-1threads.png").is_file()
+
+
+def test_under_pacing_a_chunk_slower_than_real_time_queues_and_the_delay_grows_as_computed_by_hand(tmp_path, capsys):
+    compute, chunk = 0.060, 0.040  # 60 ms per 40 ms chunk (4 frames of 160 samples)
+    out = _run(tmp_path, capsys, source=str(write_fake_model(tmp_path / "slow", compute_s=compute)),
+               chunk_sizes=[4], audio_s=0.4)
+    record = json.loads((out / RESULTS_FILE).read_text())["records"][0]
+    chunks = record["extra"]["chunks"]
+    assert chunks["samples"] == [640] * 10 + [0]  # ten chunks, then the flush chunk
+    # By hand: chunk k (k = 0..9) is complete at (k + 1) x 40 ms, the flush chunk with the last sample (400 ms).
+    # The server waits for chunk 0 only, then is always behind: chunk k is out at 40 ms + (k + 1) x 60 ms.
+    arrival = [(k + 1) * chunk for k in range(10)] + [10 * chunk]
+    by_hand = [chunk + (k + 1) * compute - a for k, a in enumerate(arrival)]
+    measured = [e - a for e, a in zip(chunks["end_s"], chunks["arrival_s"])]
+    assert chunks["arrival_s"] == pytest.approx(arrival)
+    assert measured == pytest.approx(by_hand, abs=0.005)
+    slope = (measured[9] - measured[0]) / 9  # the queue grows by compute - chunk duration per chunk
+    assert slope == pytest.approx(compute - chunk, rel=0.05)
+    row = analyse(load_results(out)).settings[0].rows[0]
+    assert row.margin < 1 and row.final_ms == pytest.approx(1000 * by_hand[-1], abs=5)
+
+
+@pytest.mark.parametrize("edit, message", [
+    ({"chunk_sizes": [0]}, "streaming.chunk_sizes must hold only positive integers, got 0 in [0]"),
+    ({"left_context_chunks": [-2]}, "streaming.left_context_chunks must hold integers >= 0 (past chunks) or -1"),
+    ({"streams": [0]}, "streaming.streams must hold only positive integers, got 0"),
+    ({"type_name": "EncoderASR"}, "(EncoderASR) cannot stream: it has no make_streaming_context"),
+])
+def test_bad_input_is_one_line_and_exit_code_2_before_any_worker(tmp_path, capsys, edit, message):
+    path = write_stream_yaml(tmp_path / "s.yaml", str(write_fake_model(tmp_path / "fake", 0.01)), **edit)
+    assert main(["stream", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("sbprof: error: ") and message in err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("model, edit, message", [
+    # The real StreamingASR class on a folder whose hyperparameters cannot stream.
+    ({}, {"type_name": "StreamingASR"},
+     "model '{folder}' has no streaming hyperparameters (ValueError: Need hparams['fea_streaming_extractor'])"),
+    # A model trained with bounded left contexts only (limited_left_context_prob 1): -1 is refused.
+    ({"trained": "chunkwise_prob: 1.0, chunk_size_min: 8, chunk_size_max: 32, limited_left_context_prob: 1.0, "
+                 "left_context_chunks_min: 2, left_context_chunks_max: 16"}, {"left_context_chunks": [2, -1]},
+     "streaming.left_context_chunks: -1 is not allowed by model '{folder}': it was trained for chunk sizes 8 to 32 "
+     "frames, left contexts 2 to 16 chunks"),
+])
+def test_what_only_the_loaded_model_can_tell_is_bad_input_too(tmp_path, capsys, model, edit, message):
+    folder = write_fake_model(tmp_path / "fake", 0.01, **model)
+    path = write_stream_yaml(tmp_path / "s.yaml", str(folder), **edit)
+    assert main(["stream", str(path), "--noprogressbar"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message.format(folder=folder) in err
+    assert not (tmp_path / "out").exists()  # the folder this run made, holding no result, is gone
+
