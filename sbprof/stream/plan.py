@@ -59,7 +59,8 @@ class Plan(JobPlan):
     def header(self) -> Results:
         src = self.cfg.model
         rules = {"input": self.input, "utterance_s": self.audio_s, "warmup": self.pre.warmup,
-                 "measured": self.pre.measured, "pacing": "real time, streams evenly staggered, one queue"}
+                 "measured": self.pre.measured, "max_backlog_s": self.cfg.streaming.max_backlog_s,
+                 "pacing": "real time, streams evenly staggered, one queue"}
         return self.results(rules, {src.name: {**src.describe(), "fingerprint": fingerprint(src)}})
 
     def cell(self, setting: Setting, **params: Any) -> Cell:
