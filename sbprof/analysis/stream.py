@@ -178,6 +178,11 @@ class StreamSetting:
     offline_rtfx: Optional[float]
     loads: Optional[Tuple[float, float]]
 
+    @property
+    def name(self) -> str:
+        """Filesystem-safe, e.g. ``cpu-1threads`` (the plots' file names)."""
+        return f"{self.device.replace(':', '')}-{self.threads}threads"
+
 
 @dataclass(frozen=True)
 class StreamSummary:

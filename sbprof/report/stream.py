@@ -11,9 +11,9 @@ import io
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
-from sbprof.analysis.stream import CapacityRow, LatencyRow, StreamSetting, StreamSummary
+from sbprof.analysis.stream import CapacityRow, LatencyRow, StreamSummary
 from sbprof.report.format import plural, sig3, status_text, table
-from sbprof.report.stream_plot import render_stream_plots
+from sbprof.report.stream_plot import render_stream_plots, setting_label
 from sbprof.results.files import atomic_write_text
 
 REPORT_FILE = "report.md"
@@ -71,10 +71,6 @@ def _left(left: int) -> str:
     return "unlimited" if left == -1 else str(left)
 
 
-def _setting(s: StreamSetting) -> str:
-    return f"{s.device}, {plural(s.threads, 'thread')}"
-
-
 def _failed(r: LatencyRow, width: int) -> List[str]:
     return [_chunk(r), _left(r.left_context), str(r.streams), status_text(r.record) or "no samples"] + [""] * width
 
@@ -129,7 +125,7 @@ def capacity_table(summary: StreamSummary) -> str:
         rtfx = "not measured" if s.offline_rtfx is None else sig3(s.offline_rtfx)
         if s.offline is not None and not s.offline.ok:
             rtfx = status_text(s.offline) or rtfx
-        rows.append([_setting(s), chunk, left, found, rtfx, probes])
+        rows.append([setting_label(s), chunk, left, found, rtfx, probes])
     return table(rows, headers)
 
 
@@ -167,13 +163,13 @@ def render_markdown(summary: StreamSummary, plots: Optional[Dict[str, str]] = No
     out = [f"# Streaming latency{': ' + summary.model if summary.model else ''}", ""] + _header(summary)
     out += ["## Capacity: streams per machine", "", capacity_table(summary), "", CAPACITY_DEFINITIONS, ""]
     for s in summary.settings:
-        name = f"{s.device.replace(':', '')}-{s.threads}threads"
-        out += [f"## {_setting(s)}", ""]
+        out += [f"## {setting_label(s)}", ""]
         if s.rows:
             out += ["### Chunk compute latency", "", compute_table(s.rows), "", COMPUTE_DEFINITIONS, "",
                     "### Latency under real-time pacing, and memory", "", pacing_table(s.rows), "",
                     PACING_DEFINITIONS, ""]
-        out += [f"![{kind}]({plots[f'{kind} {name}']})" for kind in ("cdf", "streams") if f"{kind} {name}" in plots]
+        out += [f"![{kind}]({plots[f'{kind} {s.name}']})" for kind in ("cdf", "streams")
+                if f"{kind} {s.name}" in plots]
         out.append("")
     return "\n".join(out)
 

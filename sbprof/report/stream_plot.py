@@ -17,12 +17,13 @@ from typing import Dict, Optional, Union
 from matplotlib.figure import Figure
 
 from sbprof.analysis.stream import StreamSetting, StreamSummary
+from sbprof.report.format import plural
 from sbprof.report.plot import PLOT_DIR, legend_below, new_figure, set_scales, write_png
 
 
-def setting_name(s: StreamSetting) -> str:
-    """Filesystem-safe, e.g. ``cpu-1threads``."""
-    return f"{s.device.replace(':', '')}-{s.threads}threads"
+def setting_label(s: StreamSetting) -> str:
+    """``cpu, 1 thread``: how the report names a setting."""
+    return f"{s.device}, {plural(s.threads, 'thread')}"
 
 
 def cdf_figure(s: StreamSetting, title: str) -> Optional[Figure]:
@@ -81,8 +82,7 @@ def render_stream_plots(summary: StreamSummary, folder: Union[str, Path]) -> Dic
     """The PNGs of every setting; returns ``"<kind> <setting>"`` -> path."""
     out: Dict[str, Path] = {}
     for s in summary.settings:
-        name = setting_name(s)
-        where = f"{s.device}, {s.threads} thread{'s' if s.threads > 1 else ''}"
+        where = setting_label(s)
         cap = s.capacity
         left = "" if cap is None else ("unlimited" if cap.left_context == -1 else str(cap.left_context))
         figures = {"cdf": cdf_figure(s, f"{summary.model}, {where}: latency distributions"),
@@ -90,5 +90,5 @@ def render_stream_plots(summary: StreamSummary, folder: Union[str, Path]) -> Dic
                                                 f"left {left}: p99 latency against streams")}
         for kind, figure in figures.items():
             if figure is not None:
-                out[f"{kind} {name}"] = write_png(figure, Path(folder) / PLOT_DIR / f"stream-{kind}-{name}.png")
+                out[f"{kind} {s.name}"] = write_png(figure, Path(folder) / PLOT_DIR / f"stream-{kind}-{s.name}.png")
     return out
