@@ -93,6 +93,8 @@ JOBS: Dict[str, JobEntry] = {entry.name: entry for entry in (
              ranks="sbprof.train.rank:run_rank"),
     JobEntry("transducer", "RNN-T loss backends: agreement, step time and memory side by side", "sbprof.transducer",
              "transducer", show=SHOW_REPORT),
+    JobEntry("stream", "streaming ASR chunk by chunk: latency percentiles, real-time margin, streams per machine",
+             "sbprof.stream", "stream"),
 ) + tuple(
     JobEntry(command, text, "sbprof.counts", "counts", command_line="sbprof.cli.counts:parse",
              show="sbprof.cli.counts:show", noun="model")

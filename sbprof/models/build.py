@@ -50,6 +50,7 @@ LOCAL_MODELS: Dict[str, str] = {
     "separation": "SepformerSeparation",
     "vad": "VAD",
     "slu": "EndToEndSLU",
+    "streaming_asr": "StreamingASR",
 }
 
 # Models that reuse another model's hyperparameters: SpeakerRecognition is an

@@ -9,11 +9,14 @@ from typing import List, Optional
 TESTS = Path(__file__).resolve().parents[1]
 ROOT = TESTS.parent
 sys.path.insert(0, str(TESTS / "train"))
+sys.path.insert(0, str(TESTS / "stream"))
 from train_tiny import tiny_overrides  # noqa: E402
+from fake_streaming import write_fake_model  # noqa: E402
+from stream_configs import write_stream_yaml  # noqa: E402
 
 from fake_interfaces import write_model_folder, write_sweep_yaml  # noqa: E402
 
-YAML_JOBS = ("profile", "compare-models", "train", "transducer")
+YAML_JOBS = ("profile", "compare-models", "train", "transducer", "stream")
 COUNT_JOBS = ("flops", "params", "modules")
 BUSY = {"method": "process", "args": ["wavs", "wav_lens"]}
 
@@ -49,6 +52,10 @@ def argv_of(job: str, tmp_path: Path, out: Path, rtf: float = 0.05) -> List[str]
                 "batching": {"batch_size": 2, "max_frames": 60}, "vocab_size": 30, "joiner_dim": 8, "warmup": 1,
                 "measured": 3, "devices": "cpu", "cpu_threads": 1, "output_folder": str(out)}
         return [str(_yaml(tmp_path / "r.yaml", tree)), "--noprogressbar"]
+    if job == "stream":  # two cells of about 0.5 s each (real-time pacing): a kill can land between them
+        fake = write_fake_model(tmp_path / "fake", compute_s=rtf * 0.08)
+        return [str(write_stream_yaml(tmp_path / "s.yaml", str(fake), chunk_sizes=[8, 16], audio_s=0.5,
+                                      output_folder=out)), "--noprogressbar"]
     model = tmp_path / "m.yaml"
     model.write_text("model: !new:torch.nn.Sequential\n    - !new:torch.nn.Linear\n        in_features: 16\n"
                      "        out_features: 32\n    - !new:torch.nn.ReLU\n")
@@ -66,4 +73,4 @@ def assert_refused(code: int, capsys, expected: str, nothing_in: Optional[Path] 
 
 def expected_records(job: str) -> int:
     """How many records a complete run of :func:`argv_of` holds."""
-    return {"profile": 4, "compare-models": 4, "train": 2, "transducer": 4}.get(job, 1)
+    return {"profile": 4, "compare-models": 4, "train": 2, "transducer": 4, "stream": 2}.get(job, 1)

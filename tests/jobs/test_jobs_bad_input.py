@@ -139,7 +139,7 @@ def test_merge_output_that_would_overwrite_or_cannot_be_made(measured, tmp_path,
     os.symlink(loop, loop)
     assert_refused(main(["merge", str(first), str(second), "--output", str(loop / "x")]), capsys,
                    "cannot be made: a symbolic link loop")
-    assert_refused(main(["merge"]), capsys, "the following arguments are required: FOLDER, --output")
+    assert_refused(main(["merge"]), capsys, "sbprof-ranks: no such folder of rank files")  # by default: a run's ranks
 
 
 @pytest.mark.parametrize("argv, expected", [

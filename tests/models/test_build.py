@@ -96,6 +96,10 @@ def _check_vad(out: Any) -> None:
     assert ((out >= 0) & (out <= 1)).all()
 
 
+def _check_streaming(out: Any) -> None:
+    assert _is_text_list(out) and len(out) == BATCH
+
+
 # What each local model's built-in call must return for 1 s, batch 2.
 CHECKS: Dict[str, Callable[[Any], None]] = {
     "encoder_asr": _check_asr,
@@ -106,6 +110,7 @@ CHECKS: Dict[str, Callable[[Any], None]] = {
     "separation": _check_separation,
     "vad": _check_vad,
     "slu": _check_asr,
+    "streaming_asr": _check_streaming,  # one chunk through transcribe_chunk (StreamingASR has no batch call)
 }
 
 
@@ -117,10 +122,15 @@ def test_every_local_model_has_a_check() -> None:
 def test_builtin_call_on_one_second(name: str, models: Dict[str, Any]) -> None:
     model = models[name]
     assert type(model).__name__ == LOCAL_MODELS[name]
-    spec = resolve_interface(LOCAL_MODELS[name])
     generator = torch.Generator().manual_seed(0)
     wavs = 0.1 * torch.randn(BATCH, SAMPLES, generator=generator)
-    out = make_call(model, spec, wavs, torch.ones(BATCH))()
+    if LOCAL_MODELS[name] == "StreamingASR":
+        from speechbrain.utils.dynamic_chunk_training import DynChunkTrainConfig
+
+        config = DynChunkTrainConfig(32, 2)  # 20,448 samples per chunk: the second holds in one chunk
+        out = model.transcribe_chunk(model.make_streaming_context(config), wavs)
+    else:
+        out = make_call(model, resolve_interface(LOCAL_MODELS[name]), wavs, torch.ones(BATCH))()
     CHECKS[name](out)
 
 

@@ -1,0 +1,12 @@
+"""The streaming-latency job (``sbprof stream``): a StreamingASR model chunk by chunk under real-time pacing.
+
+- :mod:`~sbprof.stream.config`: ``stream.yaml``, checked into a ``StreamConfig``;
+- :mod:`~sbprof.stream.plan`: per setting, the offline call, the latency grid and the capacity search;
+- :mod:`~sbprof.stream.session`: live streams served by one process (arrivals, one queue, the clock);
+- :mod:`~sbprof.stream.capacity`: the bisection on stream count;
+- :mod:`~sbprof.stream.worker`: the worker process that runs the real chunk loop.
+
+The model's streaming specifics are in :mod:`sbprof.models.streaming`, the
+analysis in :mod:`sbprof.analysis.stream`, the renderers in
+:mod:`sbprof.report.stream`. Nothing is imported here.
+"""

@@ -1,0 +1,256 @@
+"""The worker of one stream-job setting: ``python -m sbprof.stream.worker`` (see :mod:`sbprof.workers.cells`).
+
+A fresh process per (device, thread count) and run loads the model once
+(:class:`~sbprof.models.source.LoadedModel`), checks that it can stream and
+that every chunk size and left context asked for is one it was trained for
+(bad input otherwise), builds the utterance, then measures each item by its
+cell's ``kind``:
+
+- ``latency``: ``warmup`` chunks on a throw-away stream, then ``measured``
+  sessions of ``streams`` live streams (:mod:`sbprof.stream.session`): every
+  chunk's compute time (outside clock around ``transcribe_chunk``), arrival,
+  output, tokens and memory, and the process's memory peak over the session;
+- ``offline``: the whole utterance in one ``transcribe_chunk`` call (one chunk
+  spanning it: full attention, as an offline transcription), for its RTFx;
+- ``capacity``: sessions of more and more streams, bisected
+  (:mod:`sbprof.stream.capacity`), each probe's raw chunk times kept.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import torch
+
+from sbprof.analysis.stream import real_time, realtime_margin
+from sbprof.audio import load_example, make_batch
+from sbprof.env import collect_env, load_average
+from sbprof.errors import ConfigError
+from sbprof.memory import CpuPeak, CudaPeak, release_memory
+from sbprof.models.source import LoadedModel
+from sbprof.models.streaming import (UNLIMITED, check_allowed, check_streaming_model, chunk_samples, final_chunks,
+                                     right_context_samples, trained_ranges)
+from sbprof.record import Cell, Measurement, MemoryPeak
+from sbprof.stream.capacity import capacity, next_probe
+from sbprof.stream.config import StreamConfig
+from sbprof.stream.session import Served, schedule, serve
+from sbprof.timing import measure
+from sbprof.workers.cells import CellWorker, SetupError, serve_cells
+from sbprof.workers.protocol import one_line
+
+OFFLINE_CALLS = 3
+"""Timed offline calls per run (after one unmeasured call): the offline RTFx is their median."""
+
+
+class TokenCounter:
+    """Counts the tokens each ``transcribe_chunk`` emits, by wrapping the model's ``decode_chunk`` (which
+    ``transcribe_chunk`` calls); ``None`` for a model whose chunk call does not go through it."""
+
+    def __init__(self, model: Any):
+        self.last: Optional[int] = None
+        original = getattr(model, "decode_chunk", None)
+        if callable(original):
+            def counted(context: Any, x: Any) -> Any:
+                words, tokens = original(context, x)
+                self.last = sum(len(t) for t in tokens)
+                return words, tokens
+
+            model.decode_chunk = counted
+
+    def take(self) -> Optional[int]:
+        value, self.last = self.last, None
+        return value
+
+
+def load_streaming_model(cfg: StreamConfig, device: str) -> LoadedModel:
+    """The model on ``device``; a model without the streaming hyperparameters is bad input."""
+    src = cfg.model
+    try:
+        loaded = LoadedModel(src, device, cfg.preamble.seed, cfg.preamble.output_folder)
+    except ValueError as exc:
+        if "Need hparams[" in str(exc) or "Need modules[" in str(exc):
+            raise ConfigError(f"model {src.name!r} has no streaming hyperparameters ({one_line(exc)}): "
+                              f"{src.type} needs fea_streaming_extractor, make_decoder_streaming_context, "
+                              "decoding_function, make_tokenizer_streaming_context, tokenizer_decode_streaming "
+                              "and the modules enc and proj_enc") from None
+        raise SetupError(f"could not load model {src.name!r} ({src.type}) on {device}: {one_line(exc)}") from None
+    except Exception as exc:  # anything: the run says why, once per batch
+        raise SetupError(f"could not load model {src.name!r} ({src.type}) on {device}: {one_line(exc)}") from None
+    check_streaming_model(loaded.model, src.name)
+    return loaded
+
+
+class StreamWorker(CellWorker):
+    """Measures the latency, offline and capacity items of one setting (see the module docstring)."""
+
+    def setup(self) -> Dict[str, Any]:
+        self.cfg = StreamConfig.from_dict(self.job["config"])
+        self.device = self.job["device"]
+        torch.manual_seed(self.cfg.preamble.seed)
+        collect_env()  # its one-off cost (a git call, file reads) stays out of the first cell
+        t0 = time.perf_counter()
+        loaded = load_streaming_model(self.cfg, self.device)
+        self.asr, self.rate = loaded.model, loaded.sample_rate
+        s, cap = self.cfg.streaming, self.cfg.capacity
+        check_allowed(trained_ranges(self.asr.hparams), self.cfg.model.name,
+                      set(s.chunk_sizes) | ({cap.chunk_size} if cap else set()),
+                      set(s.left_context_chunks) | ({cap.left_context_chunks} if cap else set()))
+        example = load_example(s.audio, self.rate) if s.audio else None
+        self.wav = (example if s.audio_s is None else
+                    make_batch(s.audio_s, 1, self.rate, seed=self.cfg.preamble.seed, example=example).wavs[0])
+        self.tokens = TokenCounter(self.asr)
+        return {"sample_rate": self.rate, "load_s": time.perf_counter() - t0}
+
+    def measure(self, item: Dict[str, Any]) -> Dict[str, Any]:
+        cell = Cell.from_dict(item["cell"])
+        kind = cell.params["kind"]
+        if kind == "offline":
+            m = self.offline(cell, item)
+        elif kind == "latency":
+            m = self.latency(cell, item)
+        else:
+            m = self.search(cell, item)
+        load = load_average()
+        if load is not None:
+            m.extra["loadavg_1m"] = load
+        m.extra["cuda_initialized"] = torch.cuda.is_initialized()
+        return m.to_dict()
+
+    # -- the chunk loop ---------------------------------------------------------------------------------------------
+
+    def dyn_config(self, chunk_size: int, left: int) -> Tuple[Any, int, int]:
+        """SpeechBrain's chunk config (-1: as many past chunks as a stream has), samples per chunk, flush chunks."""
+        from speechbrain.utils.dynamic_chunk_training import DynChunkTrainConfig
+
+        samples = chunk_samples(self.asr, chunk_size)
+        flush = final_chunks(self.asr, samples)
+        per_stream = math.ceil(self.wav.shape[0] / samples) + flush
+        return DynChunkTrainConfig(chunk_size, per_stream if left == UNLIMITED else left), samples, flush
+
+    def feeder(self, config: Any, samples: int, streams: int) -> Callable[[int, int, int], str]:
+        """``transcribe(stream, first, length)`` for :func:`~sbprof.stream.session.serve`: inputs made before."""
+        wav = self.wav.to(self.device)
+        zeros = torch.zeros(1, samples, device=self.device)
+        pieces = {(first, min(samples, wav.shape[0] - first)): wav[first:first + samples].unsqueeze(0)
+                  for first in range(0, wav.shape[0], samples)}  # made now, outside the clock
+        contexts = [self.asr.make_streaming_context(config) for _ in range(streams)]
+        cuda = self.device.startswith("cuda")
+
+        def transcribe(stream: int, first: int, length: int) -> str:
+            words = self.asr.transcribe_chunk(contexts[stream], pieces[(first, length)] if length else zeros)
+            if cuda:
+                torch.cuda.synchronize(self.device)
+            return words[0]
+
+        return transcribe
+
+    def warm(self, chunk_size: int, left: int) -> None:
+        """``warmup`` chunks from the utterance's start on a throw-away stream, unmeasured."""
+        config, samples, _ = self.dyn_config(chunk_size, left)
+        feed, n = self.feeder(config, samples, 1), self.wav.shape[0]
+        starts = range(0, n, samples)
+        for k in range(self.cfg.preamble.warmup):
+            first = starts[k % len(starts)]
+            feed(0, first, min(samples, n - first))
+        self.tokens.take()
+
+    def session(self, chunk_size: int, left: int, streams: int, passes: int) -> Tuple[Served, int, int]:
+        """``passes`` real-time sessions of ``streams`` streams (each pass's streams numbered after the last)."""
+        config, samples, flush = self.dyn_config(chunk_size, left)
+        memory = self.memory_reader()
+        total = Served()
+        for p in range(passes):
+            served = serve(schedule(self.wav.shape[0], samples, flush, streams, self.rate),
+                           self.feeder(config, samples, streams), max_backlog_s=self.cfg.streaming.max_backlog_s,
+                           tokens=self.tokens.take, memory=memory)
+            total.unserved += served.unserved
+            for name, values in served.columns().items():
+                getattr(total, name).extend(v + p * streams if name == "stream" else v for v in values)
+            total.texts.update({k + p * streams: v for k, v in served.texts.items()})
+        return total, samples, flush
+
+    def memory_reader(self) -> Callable[[], int]:
+        """Memory in use after a chunk: the process's resident set (CPU) or the CUDA allocator's allocation."""
+        if self.device.startswith("cuda"):
+            return lambda: torch.cuda.memory_allocated(self.device)
+        import psutil
+
+        process = psutil.Process()
+        return lambda: process.memory_info().rss
+
+    # -- the three kinds of item ---------------------------------------------------------------------------------
+
+    def settings(self, item: Dict[str, Any], **more: Any) -> Dict[str, Any]:
+        return dict(item.get("settings", {}), sample_rate=self.rate, utterance_samples=int(self.wav.shape[0]), **more)
+
+    def latency(self, cell: Cell, item: Dict[str, Any]) -> Measurement:
+        p = cell.params
+        cuda = self.device.startswith("cuda")
+        tracker = CudaPeak(self.device) if cuda else CpuPeak()
+        self.warm(p["chunk_size"], p["left_context_chunks"])
+        release_memory(self.device)
+        tracker.start()
+        served, samples, flush = self.session(p["chunk_size"], p["left_context_chunks"], p["streams"],
+                                              self.cfg.preamble.measured)
+        peak = tracker.stop()
+        memory = (MemoryPeak(peak_cuda_bytes=peak[0], peak_cuda_delta_bytes=peak[1], peak_cuda_reserved_bytes=peak[2])
+                  if cuda else MemoryPeak(peak_rss_bytes=peak[0], peak_rss_delta_bytes=peak[1],
+                                          rss_method=tracker.method, heap_trim=tracker.heap_trim))
+        return Measurement(
+            label=item["label"], cell=cell, warmup=self.cfg.preamble.warmup, wall_s=served.compute_s,
+            audio_seconds=len(set(served.stream)) * self.wav.shape[0] / self.rate, memory=memory,
+            settings=self.settings(item), env=collect_env(),
+            extra={"chunks": served.columns(), "chunk_samples": samples, "sample_rate": self.rate,
+                   "flush_chunks": flush, "right_context_samples": right_context_samples(self.asr),
+                   "unserved_chunks": served.unserved, "max_backlog_s": self.cfg.streaming.max_backlog_s,
+                   "transcript": served.texts.get(0, "")})
+
+    def offline(self, cell: Cell, item: Dict[str, Any]) -> Measurement:
+        from speechbrain.utils.dynamic_chunk_training import DynChunkTrainConfig
+
+        frames = math.ceil(self.wav.shape[0] / chunk_samples(self.asr, 1))
+        config = DynChunkTrainConfig(frames, 0)
+        wav = self.wav.to(self.device).unsqueeze(0)
+
+        def call() -> Any:
+            return self.asr.transcribe_chunk(self.asr.make_streaming_context(config), wav)
+
+        m = measure(call, warmup=1, repeats=OFFLINE_CALLS, max_repeats=OFFLINE_CALLS, device=self.device,
+                    num_threads=self.job["threads"], label=item["label"])
+        m.cell, m.audio_seconds = cell, self.wav.shape[0] / self.rate
+        m.settings = self.settings(item, chunk_frames=frames)
+        return m
+
+    def search(self, cell: Cell, item: Dict[str, Any]) -> Measurement:
+        p = cell.params
+        verdicts: Dict[int, bool] = {}
+        probes: List[Dict[str, Any]] = []
+        estimate: Optional[int] = None
+        samples = chunk_samples(self.asr, p["chunk_size"])
+        while True:
+            n = next_probe(verdicts, estimate, p["max_streams"])
+            if n is None:
+                break
+            self.warm(p["chunk_size"], p["left_context_chunks"])
+            served, _, _ = self.session(p["chunk_size"], p["left_context_chunks"], n, 1)
+            compute = served.compute_s
+            margin = realtime_margin(compute, n, samples / self.rate)
+            verdicts[n] = real_time(compute, n, samples / self.rate, served.unserved)
+            estimate = math.floor(n * margin)
+            probes.append({"streams": n, "compute_s": compute, "unserved_chunks": served.unserved,
+                           "delay_s": [e - a for e, a in zip(served.end_s, served.arrival_s)]})
+        found = capacity(verdicts)
+        best = next(pr for pr in probes if pr["streams"] == (found or 1))
+        return Measurement(label=item["label"], cell=cell, warmup=self.cfg.preamble.warmup, wall_s=best["compute_s"],
+                           settings=self.settings(item), env=collect_env(),
+                           extra={"probes": probes, "capacity": found, "chunk_samples": samples,
+                                  "sample_rate": self.rate})
+
+    def release(self) -> None:
+        release_memory(self.device)
+
+
+if __name__ == "__main__":
+    sys.exit(serve_cells(StreamWorker))
