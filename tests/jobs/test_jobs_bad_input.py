@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fake_interfaces import use_test_environment
-from job_configs import COUNT_JOBS, YAML_JOBS, argv_of, assert_refused
+from job_configs import COUNT_JOBS, ROOT, YAML_JOBS, argv_of, assert_refused
 from sbprof.cli import main
 from sbprof.results import RESULTS_FILE
 
@@ -164,3 +164,22 @@ def test_count_targets_and_folders_that_cannot_be_used(job, tmp_path, capsys):
     assert_refused(main([job, *argv[:-1], str(tmp_path / "afile" / "sub")]), capsys,
                    "cannot be made: a part of its path is a file")
     assert_refused(main([job, *argv[:-1], ""]), capsys, "output_folder", nothing_in=tmp_path / "out")
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["train", "train_profile.yaml", "--world_sizes", "[0]"], "world_sizes must hold only positive integers, got 0"),
+    (["train", "train_profile.yaml", "--world_sizes", "[1, 1]"], "world_sizes lists a value twice"),
+    (["train", "train_profile.yaml", "--world_sizes", "[1, 2]", "--scaling", "[huge]"], "unknown scaling 'huge'"),
+    (["stream", "stream.yaml", "--streaming", "{chunk_sizes: [4]}"],
+     "streaming.chunk_sizes: 4 is not allowed by model 'streaming_asr': it was trained for chunk sizes 8 to 32"),
+])
+def test_the_distributed_and_streaming_jobs_refuse_what_they_cannot_run(argv, expected, tmp_path, capsys):
+    command, config, *rest = argv
+    code = main([command, str(ROOT / config), *rest, "--output_folder", str(tmp_path / "out"), "--noprogressbar"])
+    assert_refused(code, capsys, expected, nothing_in=tmp_path / "out")
+
+
+def test_a_rank_file_that_is_not_one(tmp_path, capsys):
+    (tmp_path / "rank00000.jsonl").write_text("garbage\n")
+    assert_refused(main(["merge", str(tmp_path)]), capsys, "rank00000.jsonl: line 1 is not a rank-file line")
+    assert not (tmp_path / "report.md").exists()

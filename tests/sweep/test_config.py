@@ -191,7 +191,7 @@ def test_speechbrain_style_overrides(yaml_path, tmp_path):
     (["--sed", "3"], "unknown option --sed (did you mean 'seed'?)"),
     (["--debug"], "--debug is a SpeechBrain training option; sbprof does not use it"),
     (["--precision", "fp16"], "--precision is a SpeechBrain training option"),
-    (["--noprogressbar", "maybe"], "'maybe' is not an option"),
+    (["--noprogressbar", "maybe"], "--noprogressbar is a flag: give it alone, or true / false, not 'maybe'"),
     (["--noprogressbar=maybe"], "--noprogressbar is a flag"),
     (["--seed"], "--seed needs a value"),
     (["3"], "'3' is not an option"),
