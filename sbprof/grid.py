@@ -8,17 +8,8 @@ the order the YAML lists them) is skipped when ``d > 0``, ``b > 0`` and
 ``d + b >= (number of lengths + number of batch sizes) / 2``.
 
 For the default grid (lengths 1, 2, 5, 8, 32 s; batch sizes 1, 4, 8) that
-keeps the first row and the first column whole and drops five cells
-(``M`` measured, ``.`` skipped):
-
-::
-
-    audio \\ batch    1    4    8
-    1 s              M    M    M
-    2 s              M    M    M
-    5 s              M    M    .
-    8 s              M    .    .
-    32 s             M    .    .
+keeps the first row and the first column whole and drops five cells: see
+:func:`grid_picture`.
 """
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from fake_interfaces import replace_in_file, use_test_environment, write_model_folder, write_sweep_yaml
+from refusals import assert_refused
 from sbprof.cli import main as sbprof_main
 from sbprof.results import RESULTS_FILE
 
@@ -65,19 +66,13 @@ def test_bad_input_stops_before_measuring(tmp_path, capsys, change, expected):
         replace_in_file(path, *change)
     else:
         argv += change
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("sbprof: error: ") and "\n" not in err, err
-    assert expected in err
+    err = assert_refused(main(argv), capsys, expected, nothing_in=tmp_path / "out")  # nothing measured or written
     if isinstance(change, tuple):
         assert str(path) in err  # the file is named
-    assert not (tmp_path / "out").exists()  # nothing measured, nothing written
 
 
 def _one_line_exit_2(capsys, argv, expected):
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("sbprof: error: ") and "\n" not in err and expected in err, err
+    assert_refused(main(argv), capsys, expected)
 
 
 @pytest.mark.parametrize("text, expected", [("", "the file is empty"), ("# only a comment\n", "the file is empty"),

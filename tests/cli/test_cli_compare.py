@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from refusals import assert_refused
 from sbprof.cli import main as sbprof_main
 from sbprof.record import Cell, Measurement
 from sbprof.results.store import Results, ResultStore
@@ -60,10 +61,7 @@ def test_bad_input_stops_before_measuring_with_one_line(tmp_path, capsys, change
     else:
         argv += change
     path.write_text(text)
-    assert main(argv, prog="sbprof compare-models") == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("sbprof: error: ") and "\n" not in err and expected in err, err
-    assert not (tmp_path / "out").exists()
+    assert_refused(main(argv, prog="sbprof compare-models"), capsys, expected, nothing_in=tmp_path / "out")
 
 
 def save(folder: Path, levels, cpu="CPU", variant="v") -> Path:
@@ -107,9 +105,7 @@ def test_gate_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, expected)
     base = save(tmp_path / "base", LEVELS)
     new = save(tmp_path / "new", LEVELS, cpu="Other") if argv[0] == "--cpu" else base
     argv = [] if argv[0] == "--cpu" else argv
-    assert main([str(base), str(new)] + argv, prog="sbprof compare") == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("sbprof: error: ") and "\n" not in err and expected in err
+    assert_refused(main([str(base), str(new)] + argv, prog="sbprof compare"), capsys, expected)
 
 
 def test_merge_writes_one_report_and_refuses_a_single_folder(tmp_path, capsys):

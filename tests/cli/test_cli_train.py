@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from refusals import assert_refused
 from sbprof.cli import main as sbprof_main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,9 +49,8 @@ def test_the_sbprof_command_and_render_only(tmp_path, capsys):
     (["--data", "{batch_size: 0}"], "data.batch_size must be an integer >= 1, got 0"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
-    code = main([str(ROOT / "train_profile.yaml"), "--output_folder", str(tmp_path / "o"), *argv])
-    err = capsys.readouterr().err
-    assert code == 2 and message in err and err.startswith("sbprof: error:") and err.count("\n") == 1
+    assert_refused(main([str(ROOT / "train_profile.yaml"), "--output_folder", str(tmp_path / "o"), *argv]), capsys,
+                   message, nothing_in=tmp_path / "o")
 
 
 def test_a_missing_file(tmp_path, capsys):

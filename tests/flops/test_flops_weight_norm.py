@@ -15,17 +15,9 @@ import torch
 
 from sbprof.flops import count_flops
 from sbprof.flops.formulas import FORMULAS
+from test_flops_counter import Fn
 
 aten = torch.ops.aten
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
 
 
 def test_formulas_by_hand():

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import List
 
 TESTS = Path(__file__).resolve().parents[1]
 ROOT = TESTS.parent
@@ -61,14 +61,6 @@ def argv_of(job: str, tmp_path: Path, out: Path, rtf: float = 0.05) -> List[str]
                      "        out_features: 32\n    - !new:torch.nn.ReLU\n")
     shapes = [] if job == "params" else ["--input", "[4, 16]"]
     return [str(model), *shapes, "--output_folder", str(out)]
-
-
-def assert_refused(code: int, capsys, expected: str, nothing_in: Optional[Path] = None) -> None:
-    """Bad input: exit code 2, one ``sbprof: error:`` line holding ``expected``, and ``nothing_in`` never made."""
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert err.startswith("sbprof: error: ") and err.count("\n") == 1 and expected in err, err
-    assert nothing_in is None or not nothing_in.exists(), f"{nothing_in} was written"
 
 
 def expected_records(job: str) -> int:
