@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from sbprof.analysis.intervals import RunsSummary, summarise_runs
+from sbprof.analysis.intervals import RunsSummary, SpreadPrior, summarise_runs
 from sbprof.figures import batch_audio_seconds
 from sbprof.record import Cell, Measurement
 
@@ -45,12 +45,34 @@ def representative(runs: Sequence[Measurement]) -> Measurement:
     return next((m for m in runs if m.ok), runs[0])
 
 
-def rtf_over_runs(runs: Sequence[Measurement], confidence: float = 0.95) -> Optional[RunsSummary]:
-    """The RTF of a cell over its successful runs: median over runs, its interval, the within-run spread."""
+def run_figure(m: Measurement) -> float:
+    """The figure a run is judged by for repeats: its median measured call (a cell's RTF is this / its audio)."""
+    return statistics.median(m.wall_s)
+
+
+def worker_group(m: Measurement) -> Tuple[str, str, str, int]:
+    """The cells that share worker processes: one model (and variant) on one setting."""
+    return m.cell.model, m.cell.variant or "", m.cell.device, m.cell.threads
+
+
+def spread_priors(records: Sequence[Measurement]) -> Dict[Tuple[str, str, str, int], Optional[SpreadPrior]]:
+    """Per :func:`worker_group`, the spread between runs pooled over its cells (what adaptive repeats used)."""
+    cells: Dict[Tuple[str, str, str, int], List[List[float]]] = {}
+    for runs in group_runs(records).values():
+        cells.setdefault(worker_group(runs[0]), []).append([run_figure(m) for m in runs if m.ok and m.wall_s])
+    return {group: SpreadPrior.pooled(figures) for group, figures in cells.items()}
+
+
+def rtf_over_runs(runs: Sequence[Measurement], confidence: float = 0.95,
+                  prior: Optional[SpreadPrior] = None) -> Optional[RunsSummary]:
+    """The RTF of a cell over its successful runs: median over runs, its interval, the within-run spread.
+
+    ``prior``: the spread of its worker group (:func:`spread_priors`), which the cell's own is moderated toward.
+    """
     ok = [m for m in runs if m.ok and m.wall_s]
     if not ok:
         return None
-    return summarise_runs([[w / batch_audio_seconds(m) for w in m.wall_s] for m in ok], confidence)
+    return summarise_runs([[w / batch_audio_seconds(m) for w in m.wall_s] for m in ok], confidence, prior)
 
 
 def median_over_runs(runs: Sequence[Measurement], value: Any) -> Optional[float]:

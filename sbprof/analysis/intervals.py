@@ -21,6 +21,16 @@ median a large number of runs would give), not for one more run:
   the true median in 92-97 % of trials at 4-8 runs, with one run in ``n``
   moved by 1.3x or 0.85x as well; at a 3 % spread between runs the median
   half-width is about 6 % at 4 runs.
+
+  Given a :class:`SpreadPrior`, the spread between runs of the other cells
+  measured in the same setting (the same worker processes, the same
+  machine), ``s`` is moderated toward it: ``s**2 = (d0 * s0**2 + d *
+  s**2) / (d0 + d)`` with ``d0`` = :data:`PRIOR_DF` and ``t`` on ``d0 + d``
+  degrees of freedom (an empirical-Bayes t, as in Smyth 2004). Four runs
+  pin a spread poorly: adaptive repeats stop the cells whose four runs
+  happened to agree, and their own spread then claims too much (the four
+  default sweeps behind issue 21 held 75 % of cells on their own spread,
+  90 % moderated, at about the same median width).
 - :func:`interval_over_runs` (kept in results.json, no assumption about the
   runs' distribution): the interpolated order-statistics interval for the
   median (Hettmansperger & Sheather, 1986). The sign-test interval
@@ -35,7 +45,7 @@ import math
 import statistics
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
-from typing import List, Optional, Sequence, Tuple
+from typing import Iterable, List, Optional, Sequence, Tuple
 
 from sbprof.errors import ConfigError
 from sbprof.stats import summarise
@@ -43,12 +53,15 @@ from sbprof.stats import summarise
 INTERVAL_METHOD = "distribution-free interval for the median of run medians (interpolated order statistics)"
 TYPICAL_METHOD = ("interval for the typical run median: median of run medians, Student t on the logarithms of the "
                   "runs kept (from 5 runs, a run beyond 4.5 MADs is an outlier, left out)")
+MODERATED = "; their spread moderated toward the setting's pooled spread"
 OUTLIER_MADS = 4.5
 """A run whose log distance from the median exceeds this many scaled MADs is an outlier."""
 OUTLIER_MIN_RUNS = 5
 """Fewer runs than this give no robust scale: no run is called an outlier."""
 MAD_SCALE = 1.4826
 """Scales a median absolute deviation to a normal standard deviation."""
+PRIOR_DF = 4
+"""Degrees of freedom a setting's pooled spread counts for beside a cell's own (about one more cell's runs)."""
 
 
 @dataclass(frozen=True)
@@ -168,17 +181,54 @@ def outlier_runs(run_medians: Sequence[float]) -> Tuple[int, ...]:
     return tuple(i for i, x in enumerate(logs) if abs(x - centre) > OUTLIER_MADS * scale)
 
 
-def typical_interval(run_medians: Sequence[float], confidence: float = 0.95) -> RunInterval:
+def _kept_logs(run_medians: Sequence[float]) -> Tuple[Tuple[int, ...], List[float]]:
+    outliers = outlier_runs(run_medians)
+    return outliers, [math.log(x) for i, x in enumerate(run_medians) if i not in outliers]
+
+
+@dataclass(frozen=True)
+class SpreadPrior:
+    """The spread between runs pooled over the cells of one setting: variance of log run medians, and its df.
+
+    Example
+    -------
+    >>> prior = SpreadPrior.pooled([[1.0, 1.1, 0.9], [2.0, 2.0, 2.0], [5.0]])
+    >>> prior.df, round(prior.variance, 4)
+    (4, 0.005)
+    """
+
+    variance: float
+    df: int
+
+    @classmethod
+    def pooled(cls, cells: Iterable[Sequence[float]]) -> Optional["SpreadPrior"]:
+        """Pool the cells with two or more positive runs (outliers left out); ``None`` when fewer than two have."""
+        squares, df, used = 0.0, 0, 0
+        for run_medians in cells:
+            if len(run_medians) < 2 or min(run_medians) <= 0:
+                continue
+            _, kept = _kept_logs(run_medians)
+            squares += statistics.variance(kept) * (len(kept) - 1)
+            df += len(kept) - 1
+            used += 1
+        return cls(variance=squares / df, df=df) if used >= 2 else None
+
+
+def typical_interval(run_medians: Sequence[float], confidence: float = 0.95,
+                     prior: Optional[SpreadPrior] = None) -> RunInterval:
     """Median of ``run_medians`` with a robust interval for the typical run median (see the module docstring).
 
     With one run, or a non-positive run (no logarithm), there is no spread to
-    go on: the interval is the median alone, with level 0.
+    go on: the interval is the median alone, with level 0. ``prior``: the
+    setting's pooled spread, which the cell's own is moderated toward.
 
     Example
     -------
     >>> iv = typical_interval([1.0, 1.02, 0.99, 1.01, 1.3, 1.0])
     >>> iv.median, iv.outliers, round(iv.low, 3), round(iv.high, 3)
     (1.005, (4,), 0.987, 1.023)
+    >>> round(typical_interval([1.0, 1.001, 0.999, 1.0], prior=SpreadPrior(0.05 ** 2, 30)).high, 3)
+    1.058
     """
     base = interval_over_runs(run_medians, confidence)
     median = base.median
@@ -186,12 +236,15 @@ def typical_interval(run_medians: Sequence[float], confidence: float = 0.95) -> 
         return replace(base, low=median, high=median, confidence=0.0, method=TYPICAL_METHOD)
     from sbprof.analysis.lsq import t_quantile  # scipy: only when an interval is computed
 
-    outliers = outlier_runs(run_medians)
-    kept = [math.log(x) for i, x in enumerate(run_medians) if i not in outliers]
-    half = t_quantile(confidence, len(kept) - 1) * math.sqrt(math.pi / 2) * statistics.stdev(kept) / math.sqrt(
-        len(kept))
+    outliers, kept = _kept_logs(run_medians)
+    variance, df = statistics.variance(kept), len(kept) - 1
+    method = TYPICAL_METHOD
+    if prior is not None:
+        d0 = min(PRIOR_DF, prior.df)
+        variance, df, method = (d0 * prior.variance + df * variance) / (d0 + df), d0 + df, TYPICAL_METHOD + MODERATED
+    half = t_quantile(confidence, df) * math.sqrt(math.pi / 2 * variance / len(kept))
     return replace(base, low=median * math.exp(-half), high=median * math.exp(half), confidence=confidence,
-                   method=TYPICAL_METHOD, outliers=outliers)
+                   method=method, outliers=outliers)
 
 
 @dataclass(frozen=True)
@@ -225,7 +278,8 @@ class RunsSummary:
                 "run_cv": self.run_cv}
 
 
-def summarise_runs(samples_per_run: Sequence[Sequence[float]], confidence: float = 0.95) -> RunsSummary:
+def summarise_runs(samples_per_run: Sequence[Sequence[float]], confidence: float = 0.95,
+                   prior: Optional[SpreadPrior] = None) -> RunsSummary:
     """Summarise raw samples grouped by fresh-process run.
 
     Arguments
@@ -234,6 +288,8 @@ def summarise_runs(samples_per_run: Sequence[Sequence[float]], confidence: float
         Each run's raw samples (e.g. its measured batch times).
     confidence : float
         Requested level of the interval over runs.
+    prior : SpreadPrior, optional
+        The setting's pooled spread between runs (see :func:`typical_interval`).
 
     Returns
     -------
@@ -250,7 +306,7 @@ def summarise_runs(samples_per_run: Sequence[Sequence[float]], confidence: float
     stats = [summarise(run) for run in samples_per_run]
     medians = [s.median for s in stats]
     iqr_rel = summarise([s.iqr / abs(s.median) if s.median else math.inf for s in stats]).median
-    return RunsSummary(run_medians=medians, interval=typical_interval(medians, confidence),
+    return RunsSummary(run_medians=medians, interval=typical_interval(medians, confidence, prior),
                        median_interval=interval_over_runs(medians, confidence), within_run_iqr_rel=iqr_rel)
 
 
@@ -319,10 +375,10 @@ class RepeatPolicy:
         """Exactly ``runs`` runs per cell, no target; the interval is still reported."""
         return cls(target_rel=None, min_runs=runs, max_runs=runs, confidence=confidence)
 
-    def decide(self, run_medians: Sequence[float]) -> RepeatDecision:
-        """Whether a cell with these run medians needs another run, and why."""
+    def decide(self, run_medians: Sequence[float], prior: Optional[SpreadPrior] = None) -> RepeatDecision:
+        """Whether a cell with these run medians needs another run, and why (``prior``: its setting's spread)."""
         n = len(run_medians)
-        interval = typical_interval(run_medians, self.confidence) if n else None
+        interval = typical_interval(run_medians, self.confidence, prior) if n else None
         width = f"+-{100 * interval.half_width_rel:.1f}%" if interval else "none"
         if self.target_rel is None:
             return RepeatDecision(n < self.max_runs, None, f"fixed repeats: {n} of {self.max_runs} runs", interval)

@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from sbprof.analysis.costmodel import HeldOutReport
-from sbprof.analysis.intervals import RunsSummary
+from sbprof.analysis.intervals import RunsSummary, SpreadPrior
 from sbprof.figures import batch_audio_seconds, busy_rtf, cell_figures, cell_sort_key, setting_sort_key
 from sbprof.predictions import CellPrediction, held_out_validation, predict_cells
 from sbprof.record import STATUSES, Env, Measurement
 from sbprof.record.results import Results
-from sbprof.runs import NoiseFloor, group_runs, median_over_runs, noise_floor, representative, rtf_over_runs
+from sbprof.runs import (NoiseFloor, group_runs, median_over_runs, noise_floor, representative, rtf_over_runs,
+                         spread_priors, worker_group)
 from sbprof.stats import Stats, summarise
 
 GridKey = Tuple[float, int]
@@ -155,14 +156,17 @@ class SweepSummary:
     measured: int
     fill: bool
     validate: bool
+    measured_min_s: Optional[float] = None
+    process_warmup: bool = False
 
 
-def _cell(runs: Sequence[Measurement], predictions: Dict[str, CellPrediction]) -> SweepCell:
+def _cell(runs: Sequence[Measurement], predictions: Dict[str, CellPrediction],
+          prior: Optional[SpreadPrior]) -> SweepCell:
     rep = representative(runs)
     ok = [m for m in runs if m.ok and m.wall_s]
     if not ok:
         return SweepCell(rep=rep, runs=0, predictions=predictions)
-    summary = rtf_over_runs(ok, float(rep.settings.get("repeats", {}).get("confidence", 0.95)))
+    summary = rtf_over_runs(ok, float(rep.settings.get("repeats", {}).get("confidence", 0.95)), prior)
     policy = rep.settings.get("repeats", {})
     target = policy.get("target") if policy.get("runs") == "adaptive" else None
     missed = target is not None and len(ok) > 1 and not (
@@ -197,10 +201,12 @@ def _others(groups: List[List[Measurement]], threads: int, cores: Optional[int])
 def _setting(device: str, threads: int, records: List[Measurement], references: List[Measurement],
              predicted: Dict[Tuple[GridKey, str], Any], validate: bool) -> SweepSetting:
     groups = list(group_runs(records).values())
+    priors = spread_priors(records)
     cells = {}
     for runs in groups:
         key = runs[0].cell.grid_key
-        cells[key] = _cell(runs, {figure: p for (k, figure), p in predicted.items() if k == key})
+        cells[key] = _cell(runs, {figure: p for (k, figure), p in predicted.items() if k == key},
+                           priors[worker_group(runs[0])])
     loads = [m.extra["loadavg_1m"] for m in records if "loadavg_1m" in m.extra]
     ok = [c for c in cells.values() if c.runs]
     policy = next((c.rep.settings.get("repeats", {}) for c in ok), {})
@@ -226,13 +232,14 @@ def _plot(records: Sequence[Measurement]) -> List[PlotLine]:
         if m.ok and m.wall_s and m.audio_seconds:
             lines.setdefault((m.cell.device, m.cell.threads, m.cell.batch_size), {}).setdefault(
                 float(m.cell.audio_s), []).append(m)
+    priors = spread_priors(records)
     out = []
     for (device, threads, batch), by_x in sorted(lines.items(), key=lambda kv: setting_sort_key(*kv[0][:2])
                                                  + (kv[0][2],)):
         xs, med, low, high, added = [], [], [], [], []
         for x in sorted(by_x):
             runs = by_x[x]
-            summary = rtf_over_runs(runs)
+            summary = rtf_over_runs(runs, prior=priors[worker_group(runs[0])])
             if len(runs) > 1:
                 lo, hi = summary.interval.low, summary.interval.high
             else:
@@ -292,7 +299,9 @@ def analyse(results: Results) -> SweepSummary:
         env=next((m.env for m in records if m.env is not None), None),
         example_audio=first.settings.get("example_audio") if first else None, input=first.cell.input if first else "",
         warmup=first.warmup if first else 0,
-        measured=results.rules.get("measured", len(first.wall_s) if first else 0), fill=fill, validate=validate)
+        measured=results.rules.get("measured", len(first.wall_s) if first else 0), fill=fill, validate=validate,
+        measured_min_s=results.rules.get("measured_min_s"),
+        process_warmup=any("process_warmup_calls" in m.extra for m in records))
 
 
 def summary_block(results: Results) -> Dict[str, Any]:
@@ -304,8 +313,9 @@ def summary_block(results: Results) -> Dict[str, Any]:
     ``predicted``: predicted cells, kept apart from measured ones.
     """
     over_runs = []
+    priors = spread_priors(results.records)
     for runs in group_runs(results.records).values():
-        summary = rtf_over_runs(runs)
+        summary = rtf_over_runs(runs, prior=priors[worker_group(runs[0])])
         if summary is not None and summary.interval.runs > 1:
             timed = [m for m in runs if m.ok and m.wall_s]  # the runs the summary holds, in its order
             over_runs.append({"cell": runs[0].cell.to_dict(), **summary.to_dict(),

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import itertools
 import random
-import statistics
 import sys
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Protocol, Sequence, Union
 
-from sbprof.analysis.intervals import RepeatPolicy
+from sbprof.analysis.intervals import RepeatPolicy, SpreadPrior
 from sbprof.record import Cell, Measurement
+from sbprof.runs import run_figure
 from sbprof.record.results import Results
 
 FAILED = ("oom", "error")
@@ -176,32 +176,32 @@ def needs_measuring(view: StoreView, cell: Cell) -> bool:
     return stored.status == "skipped"
 
 
-def run_figure(m: Measurement) -> float:
-    """The figure a run is judged by for repeats: its median measured call (a cell's RTF is this / its audio)."""
-    return statistics.median(m.wall_s)
+def stored_figures(view: StoreView, cell: Cell) -> List[float]:
+    """The figures of ``cell``'s runs stored so far, from run 0 up to the first missing or failed one."""
+    figures: List[float] = []
+    while True:
+        m = view.get(replace(cell, run=len(figures)))
+        if m is None or not m.ok or not m.wall_s:
+            return figures
+        figures.append(run_figure(m))
 
 
-def next_run(view: StoreView, cell: Cell, policy: RepeatPolicy) -> Optional[Cell]:
+def next_run(view: StoreView, cell: Cell, policy: RepeatPolicy, prior: Optional[SpreadPrior] = None) -> Optional[Cell]:
     """The next run of ``cell`` to measure (its coordinates), or ``None`` when it has enough runs.
 
     Run 0 when nothing is stored (or a failure is retried); a cell whose
     first run failed is not repeated; otherwise the policy decides from the
-    figures of the runs stored so far.
+    figures of the runs stored so far (``prior``: the spread of its group).
     """
     base = replace(cell, run=0)
     if needs_measuring(view, base):
         return base
     if not view.get(base).ok:
         return None
-    runs: List[Measurement] = []
-    while True:
-        m = view.get(replace(cell, run=len(runs)))
-        if m is None or not m.ok or not m.wall_s:
-            break
-        runs.append(m)
-    if not policy.decide([run_figure(m) for m in runs]).add_run:
+    figures = stored_figures(view, cell)
+    if not policy.decide(figures, prior).add_run:
         return None
-    return replace(cell, run=len(runs))
+    return replace(cell, run=len(figures))
 
 
 @dataclass
@@ -223,7 +223,9 @@ def interleaved_passes(view: StoreView, groups: Callable[[], Sequence[Group]], p
     for pass_index in itertools.count():
         did = False
         for group in groups():
-            wanted = [c for c in (next_run(view, cell, policy) for cell in group.cells) if c is not None]
+            # The group's cells share worker processes: their pooled spread steadies each cell's own.
+            prior = SpreadPrior.pooled(stored_figures(view, cell) for cell in group.cells)
+            wanted = [c for c in (next_run(view, cell, policy, prior) for cell in group.cells) if c is not None]
             if not wanted:
                 continue
             random.Random(seed + pass_index).shuffle(wanted)  # a new order each pass

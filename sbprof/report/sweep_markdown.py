@@ -104,7 +104,8 @@ def _rtf_definition(s: SweepSetting, n_measured: int) -> str:
         "Each cell: median over runs [interval] +-within-run spread (runs). The median over runs is the median of "
         "each run's median batch. The interval is where the typical value lies, the median that many more runs on "
         f"this machine would give, at {', '.join(f'{c} %' for c in s.levels)}: Student's t on the logarithms of the "
-        "run medians; from 5 runs, a run more than 4.5 MADs from the others is an outlier, left out of the spread "
+        "run medians, their spread moderated toward the pooled spread of this setting's cells (4 runs pin a "
+        "spread poorly); from 5 runs, a run more than 4.5 MADs from the others is an outlier, left out of the spread "
         "and counted in the parentheses (results.json's `summary` names it, and keeps the order-statistics interval "
         "for the median beside). The +-% is half the median within-run interquartile range, what one run's "
         "batches alone would suggest.")
@@ -208,8 +209,10 @@ def render_markdown(summary: SweepSummary, title: str = "sbprof profiling report
     lines += [
         f"- **Input**: {_input_text(summary)}",
         f"- **Schedule**: {plural(summary.warmup, 'warm-up batch', 'warm-up batches')}, "
-        f"then {plural(summary.measured, 'measured batch', 'measured batches')} per cell, then one batch for memory; "
-        "each (device, threads) setting runs in a fresh worker process",
+        f"then {plural(summary.measured, 'measured batch', 'measured batches')} per cell"
+        + (f" (more while they add up to under {summary.measured_min_s:g} s)" if summary.measured_min_s else "")
+        + ", then one batch for memory; each (device, threads) setting runs in a fresh worker process"
+        + (", warmed up before its first cell" if summary.process_warmup else ""),
         f"- **Environment**: {_env_text(summary.env)}",
         f"- **Cells**: {counts['ok']} measured, {counts['skipped']} skipped, "
         f"{counts['oom']} out of memory, {counts['error']} failed",

@@ -4,7 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from sbprof.analysis.intervals import RepeatPolicy, interval_over_runs, outlier_runs, summarise_runs, typical_interval
+from sbprof.analysis.intervals import (PRIOR_DF, RepeatPolicy, SpreadPrior, interval_over_runs, outlier_runs,
+                                      summarise_runs, typical_interval)
 from sbprof.errors import ConfigError
 
 
@@ -88,6 +89,47 @@ def test_typical_interval_covers_the_true_median(runs, outlier):
     assert 0.9 <= covered / trials <= (1.0 if outlier else 0.99)  # an outlier among 4 only widens it
     if outlier and runs >= 5:
         assert np.median(widths) < 0.07
+
+
+def test_a_cell_spread_is_moderated_toward_its_setting_by_hand():
+    # Cells a (logs 0, +-0.1) and b (logs 0, +-0.02, 4 runs): pooled variance (2 * 0.01 + 3 * v_b) / 5 over 5 df.
+    a = [1.0, math.exp(0.1), math.exp(-0.1)]
+    b = [1.0, math.exp(0.02), math.exp(-0.02), math.exp(0.02)]
+    v_b = float(np.var(np.log(b), ddof=1))
+    prior = SpreadPrior.pooled([a, b, [7.0]])  # one run: nothing to pool
+    assert prior.df == 5 and prior.variance == pytest.approx((2 * 0.01 + 3 * v_b) / 5)
+    # b moderated: (4 * prior + 3 * v_b) / 7 on 7 df, t(7, 97.5 %) = 2.364624.
+    half = 2.364624 * math.sqrt(math.pi / 2 * (PRIOR_DF * prior.variance + 3 * v_b) / 7 / 4)
+    iv = typical_interval(b, prior=prior)
+    assert iv.high == pytest.approx(iv.median * math.exp(half), rel=1e-5)
+    assert iv.half_width_rel > typical_interval(b).half_width_rel  # b's four runs agreed by luck, a's did not
+    assert SpreadPrior.pooled([a]) is None
+
+
+@pytest.mark.parametrize("use_prior", [False, True])
+def test_adaptive_stops_keep_their_coverage_with_the_setting_spread(use_prior):
+    # Ten cells per setting, log-normal runs at 3-6 % spread, adaptive repeats to +-5 % (4 to 8 runs), each pass
+    # deciding with the setting's pooled spread as the runner does. Stopping when four runs happen to agree picks
+    # the cells whose own spread claims too little; moderated toward the setting, the 95 % intervals hold.
+    rng = np.random.default_rng(7)
+    policy = RepeatPolicy(target_rel=0.05, min_runs=4, max_runs=8)
+    covered = total = 0
+    for _ in range(100):
+        spreads = 0.04 * np.exp(rng.normal(0, 0.3, 10))
+        runs = [list(np.exp(rng.normal(0, s, 4))) for s in spreads]
+        while True:
+            prior = SpreadPrior.pooled(runs) if use_prior else None
+            more = [i for i in range(10) if policy.decide(runs[i], prior).add_run]
+            for i in more:
+                runs[i].append(float(np.exp(rng.normal(0, spreads[i]))))
+            if not more:
+                break
+        prior = SpreadPrior.pooled(runs) if use_prior else None
+        for r in runs:
+            iv = typical_interval(r, prior=prior)
+            covered += iv.low <= 1.0 <= iv.high
+            total += 1
+    assert covered / total >= (0.95 if use_prior else 0.88)
 
 
 def test_within_target():

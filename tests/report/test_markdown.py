@@ -309,6 +309,32 @@ def test_runs_show_the_median_over_runs_and_its_interval():
     assert "(results.json's `summary` names it" in report and "0 of 1 cells met the target" in report
 
 
+def test_the_schedule_says_what_the_workers_did():
+    # A results file of this version: its rules hold the measured minimum, its records the process warm-up.
+    records = grid_records(lambda a, b, r: 0.1, [1], [1], runs=1)
+    records[0].extra["process_warmup_calls"] = 7
+    report = render_markdown(Results("profile", rules={**RULES, "measured_min_s": 0.25}, records=records))
+    assert ("- **Schedule**: 0 warm-up batches, then 4 measured batches per cell (more while they add up to under "
+            "0.25 s), then one batch for memory; each (device, threads) setting runs in a fresh worker process, "
+            "warmed up before its first cell\n") in report
+
+
+def test_a_cell_whose_runs_agree_by_luck_gets_its_setting_spread():
+    # Two cells of one setting, 4 runs each: 1 s agrees to +-0.5 %, 2 s spreads +-10 %. The table's interval of
+    # the 1 s cell is its spread moderated toward the pooled one (by hand: 4 df of the pool beside its 3).
+    import math
+    import statistics
+
+    calm, wide = [0.100, 0.1005, 0.0995, 0.100], [0.10, 0.11, 0.09, 0.10]
+    report = render_markdown(results(grid_records(lambda a, b, r: (calm if a == 1 else wide)[r], [1, 2], [1], runs=4)))
+    v = [statistics.variance(math.log(x) for x in runs) for runs in (calm, wide)]
+    pooled = sum(v) / 2
+    half = 2.364624 * math.sqrt(math.pi / 2 * (4 * pooled + 3 * v[0]) / 7 / 4)  # t(7 df, 97.5 %)
+    low, high = (f"{0.1 * math.exp(h):.3g}" for h in (-half, half))
+    assert rtf_table(report)[0]["1 s"]["1"].startswith(f"0.100 [{low}, {high}]")
+    assert half > 0.03  # its own four runs alone claimed +-0.8 %
+
+
 def test_an_outlying_run_is_counted_and_left_out_of_the_interval():
     # Six runs at RTF 0.100 (+-0.001) and one at 0.130: the outlier is named, the interval stays narrow.
     rtfs = [0.100, 0.101, 0.099, 0.1005, 0.0995, 0.130]
