@@ -179,29 +179,6 @@ def test_failed_cells_are_kept_on_resume_and_retried_on_request(tmp_path, capsys
     assert again[(0.5, 1)] == first[(0.5, 1)]  # the good cell was not measured again
 
 
-def test_a_write_that_fails_mid_run_keeps_every_finished_cell(tmp_path, capsys, monkeypatch):
-    from sbprof.results import files
-
-    path = _busy_yaml(tmp_path, 0.01, lengths=[0.5, 1, 1.5], batch_sizes=[1])
-    real, writes = files.os.replace, []
-
-    def fails_on_the_third_results_write(src, dst):
-        if str(dst).endswith(RESULTS_FILE):
-            writes.append(dst)
-            if len(writes) == 3:
-                raise OSError(5, "Input/output error")
-        real(src, dst)
-
-    monkeypatch.setattr(files.os, "replace", fails_on_the_third_results_write)
-    assert main([str(path), "--noprogressbar"]) == 1
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("sbprof: error: cannot write") and "Input/output error" in err and "\n" not in err
-    assert len(_stored(tmp_path / "out")) == 2  # the two finished cells (cells run in a shuffled order)
-    monkeypatch.setattr(files.os, "replace", real)
-    assert main([str(path), "--noprogressbar"]) == 0  # and the run resumes from there
-    assert "measured 1 cell(s) (0 failed), 2 already done" in capsys.readouterr().out
-
-
 def test_two_runs_on_one_folder(tmp_path, capsys):
     """The second run is refused at once, naming the folder and the first run's process; the first
     run finishes with all its cells."""
@@ -232,30 +209,6 @@ def test_model_that_cannot_load_stops_with_exit_1(tmp_path, capsys):
     assert main([str(path), "--noprogressbar"]) == 1
     err = capsys.readouterr().err
     assert "could not load model" in err and "KeyError" in err and "pretrainer" in err
-
-
-def test_failing_cells_are_recorded_and_the_sweep_continues(tmp_path, capsys):
-    folder = write_model_folder(tmp_path / "faulty", raise_batch_sizes=[2], oom_from_s=1, kill_batch_sizes=[])
-    path = write_sweep_yaml(tmp_path / "s.yaml", str(folder), "fake_interfaces.FaultyInterface",
-                            method="process", args=["wavs", "wav_lens"], lengths=[0.5, 1], batch_sizes=[1, 2])
-    assert main([str(path), "--noprogressbar"]) == 0
-    out = capsys.readouterr().out
-    assert "measured 4 cell(s) (3 failed)" in out
-    stored = _stored(tmp_path / "out")
-    assert {k: c["status"] for k, c in stored.items()} == {
-        (0.5, 1): "ok", (0.5, 2): "error", (1, 1): "oom", (1, 2): "error"}
-    assert "| OOM" in (tmp_path / "out" / "report.md").read_text()
-
-
-def test_render_only(tmp_path, capsys):
-    path = _busy_yaml(tmp_path, 0.01, lengths=[0.5], batch_sizes=[1])
-    assert main([str(path), "--noprogressbar"]) == 0
-    (tmp_path / "out" / "report.md").unlink()
-    capsys.readouterr()
-    assert main(["--render-only", str(tmp_path / "out")]) == 0
-    assert (tmp_path / "out" / "report.md").is_file()
-    assert main(["--render-only", str(tmp_path / "nowhere")]) == 2
-    assert "no such results folder or file" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
