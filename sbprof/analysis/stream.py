@@ -25,6 +25,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from sbprof.record.cell import setting_name
 from sbprof.record import Measurement
 from sbprof.record.results import Results
 from sbprof.runs import group_runs, representative
@@ -181,7 +182,7 @@ class StreamSetting:
     @property
     def name(self) -> str:
         """Filesystem-safe, e.g. ``cpu-1threads`` (the plots' file names)."""
-        return f"{self.device.replace(':', '')}-{self.threads}threads"
+        return setting_name(self.device, self.threads)
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from sbprof.checks import check_int, parse_device
 from sbprof.errors import ConfigError
+from sbprof.record.cell import setting_name
 from sbprof.yamlconfig import check_keys, load_yaml
 
 REPEAT_KEYS = ("runs", "target", "min_runs", "max_runs", "confidence")
@@ -79,7 +80,7 @@ class Setting:
     @property
     def name(self) -> str:
         """Filesystem-safe name, e.g. ``cpu-2threads``."""
-        return f"{self.device.replace(':', '')}-{self.threads}threads"
+        return setting_name(self.device, self.threads)
 
 
 @dataclass(frozen=True)

@@ -305,18 +305,8 @@ def build_local_model(name: str, root: Optional[PathLike] = None) -> Path:
     The folder is written under a temporary name in the same parent and then
     renamed into place, so it either exists complete or not at all, and
     processes building the same model at once end up sharing one folder.
-
-    Arguments
-    ---------
-    name : str
-        A key of ``LOCAL_MODELS``.
-    root : str or path-like, optional
-        Parent folder of all built models; defaults to ``default_root()``.
-
-    Returns
-    -------
-    pathlib.Path
-        The model folder, loadable with ``<Interface>.from_hparams``.
+    ``name`` and ``root`` are those of :func:`model_dir`; returns the model
+    folder, loadable with ``<Interface>.from_hparams``.
 
     Example
     -------

@@ -5,6 +5,17 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Optional, Tuple
 
 
+def setting_name(device: str, threads: int) -> str:
+    """A setting's filesystem-safe name (log, trace and plot files).
+
+    Example
+    -------
+    >>> setting_name("cuda:0", 8)
+    'cuda0-8threads'
+    """
+    return f"{device.replace(':', '')}-{threads}threads"
+
+
 @dataclass(frozen=True)
 class Cell:
     """The coordinates of one measurement in its run.

@@ -11,6 +11,7 @@ from typing import Dict, List, Optional, Sequence, Union
 
 from sbprof.analysis.comparison import CompareSetting, ComparisonSummary
 from sbprof.analysis.series import VARIED, Crossover, Point, Series
+from sbprof.record.cell import setting_name
 from sbprof.report.cells_csv import render_csv
 from sbprof.report.format import plural, sig3, status_text, table
 from sbprof.report.plot import Line, growth_label, render_series_plots
@@ -162,14 +163,14 @@ def render_comparison(summary: ComparisonSummary, plots: Optional[Dict[str, Dict
     lines = [f"# {title}", ""] + _setup_lines(summary)
     several = len(summary.settings) > 1
     for setting in summary.settings:
-        name = setting_name(setting)
+        name = setting_label(setting)
         if several:
             lines += ["", f"## {name}"]
         lines += _setting_lines(summary, setting, (plots or {}).get(name, {}), "###" if several else "##")
     return "\n".join(lines) + "\n"
 
 
-def setting_name(setting: CompareSetting) -> str:
+def setting_label(setting: CompareSetting) -> str:
     return f"{setting.device}, {plural(setting.threads, 'thread')}"
 
 
@@ -186,10 +187,10 @@ def write_reports(summary: ComparisonSummary, folder: Union[str, Path]) -> Dict[
         if not series:
             continue
         lines = [Line(growth_label(s), s, f"C{i % 10}") for i, s in enumerate(series)]
-        prefix = f"{setting.device.replace(':', '')}-{setting.threads}threads-" if several else ""
-        plots = render_series_plots(lines, summary.vary, setting.crossovers, f"{where}: {setting_name(setting)}",
+        prefix = f"{setting_name(setting.device, setting.threads)}-" if several else ""
+        plots = render_series_plots(lines, summary.vary, setting.crossovers, f"{where}: {setting_label(setting)}",
                                     folder, prefix)
-        embedded[setting_name(setting)] = {n: str(p.relative_to(folder)) for n, p in plots.items()}
+        embedded[setting_label(setting)] = {n: str(p.relative_to(folder)) for n, p in plots.items()}
         written.update({f"{prefix}{n} plot": p for n, p in plots.items()})
     paths = {"report": folder / REPORT_FILE, "csv": folder / CSV_FILE}
     atomic_write_text(paths["report"], render_comparison(summary, embedded))

@@ -86,6 +86,15 @@ def legend_below(ax, columns: int = 2) -> None:
     ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=columns, frameon=False)
 
 
+def finish_axes(ax, xs: Sequence[float], ys: Sequence[float], xlabel: str, ylabel: str, columns: int = 2) -> None:
+    """Scales fitted to the values plotted, both labels, a light grid and the legend below: every panel alike."""
+    set_scales(ax, xs, ys)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="both", alpha=0.3)
+    legend_below(ax, columns)
+
+
 def legend_rows(lines: Sequence["Line"], fits: bool) -> int:
     """Rows of a two-column legend: each line, plus its fit's entry when drawn."""
     entries = sum(1 + (fits and line.series.growth is not None) for line in lines)
@@ -147,12 +156,8 @@ def latency_figure(lines: Sequence[Line], vary: str, crossings: Sequence[Crossov
         ax.annotate(f"{c.faster_below} | {c.faster_above}", (c.at, 0.99), xycoords=("data", "axes fraction"),
                     xytext=(2, 0), textcoords="offset points", rotation=90, ha="left", va="top",
                     fontsize="xx-small", color="0.3")
-    set_scales(ax, xs_all, ys_all)
-    ax.set_xlabel(VARIED.get(vary, vary))
-    ax.set_ylabel("latency per call (ms): median, band = quartiles")
+    finish_axes(ax, xs_all, ys_all, VARIED.get(vary, vary), "latency per call (ms): median, band = quartiles")
     ax.set_title(title or f"Latency versus {VARIED.get(vary, vary)}", fontsize="medium")
-    ax.grid(True, which="both", alpha=0.3)
-    legend_below(ax)
     return figure
 
 
@@ -166,12 +171,8 @@ def memory_figure(lines: Sequence[Line], vary: str, title: str = "") -> Figure:
         ax.plot(xs, ys, marker="o", color=line.color, linestyle=line.linestyle, label=line.label)
         xs_all += xs
         ys_all += ys
-    set_scales(ax, xs_all, ys_all)
-    ax.set_xlabel(VARIED.get(vary, vary))
-    ax.set_ylabel("memory one call adds (MB)")
+    finish_axes(ax, xs_all, ys_all, VARIED.get(vary, vary), "memory one call adds (MB)")
     ax.set_title(title or f"Memory versus {VARIED.get(vary, vary)}", fontsize="medium")
-    ax.grid(True, which="both", alpha=0.3)
-    legend_below(ax)
     return figure
 
 

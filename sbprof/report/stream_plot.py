@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 
 from sbprof.analysis.stream import StreamSetting, StreamSummary
 from sbprof.report.format import plural
-from sbprof.report.plot import PLOT_DIR, legend_below, new_figure, set_scales, write_png
+from sbprof.report.plot import PLOT_DIR, finish_axes, new_figure, write_png
 
 
 def setting_label(s: StreamSetting) -> str:
@@ -43,11 +43,7 @@ def cdf_figure(s: StreamSetting, title: str) -> Optional[Figure]:
             ax.step(xs, [(k + 1) / len(xs) for k in range(len(xs))], where="post", color=f"C{i % 10}",
                     label=f"chunk {r.chunk_size} ({r.chunk_ms:.0f} ms), left {left}")
             xs_all += xs
-        set_scales(ax, xs_all, [1.0])
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("fraction of chunks at or below")
-        ax.grid(True, which="both", alpha=0.3)
-        legend_below(ax)
+        finish_axes(ax, xs_all, [1.0], xlabel, "fraction of chunks at or below")
     figure.suptitle(f"{title} ({fewest} stream{'s' if fewest > 1 else ''})", fontsize="medium")
     return figure
 
@@ -69,11 +65,7 @@ def streams_figure(s: StreamSetting, title: str) -> Optional[Figure]:
                             "p99 chunk compute latency (ms)"),
                            (delay_ax, [p.delay_p99_ms for p in cap.probes] + [cap.chunk_ms],
                             "p99 delay under real-time pacing (ms)")):
-        set_scales(ax, ns, ys)
-        ax.set_xlabel("concurrent streams in one process")
-        ax.set_ylabel(ylabel)
-        ax.grid(True, which="both", alpha=0.3)
-        legend_below(ax, columns=1)
+        finish_axes(ax, ns, ys, "concurrent streams in one process", ylabel, columns=1)
     figure.suptitle(title, fontsize="medium")
     return figure
 

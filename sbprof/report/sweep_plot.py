@@ -14,7 +14,7 @@ from typing import Dict, Optional, Union
 from matplotlib.figure import Figure
 
 from sbprof.analysis.sweep import SweepModel, SweepSummary
-from sbprof.report.plot import PLOT_DIR, legend_below, new_figure, set_scales, write_png
+from sbprof.report.plot import PLOT_DIR, finish_axes, new_figure, write_png
 
 LINE_STYLES = ["-", "--", ":", "-."]
 
@@ -45,11 +45,7 @@ def sweep_figure(model: SweepModel, title: str) -> Optional[Figure]:
         mem_all += mem_y
     for ax, ys, ylabel in ((rtf_ax, rtf_all, "RTF (median over runs; band = the table's interval)"),
                            (mem_ax, mem_all, "memory one batch adds (MB)")):
-        set_scales(ax, xs_all, ys)
-        ax.set_xlabel("seconds of audio per utterance")
-        ax.set_ylabel(ylabel)
-        ax.grid(True, which="both", alpha=0.3)
-        legend_below(ax)
+        finish_axes(ax, xs_all, ys, "seconds of audio per utterance", ylabel)
     figure.suptitle(title, fontsize="medium")
     return figure
 

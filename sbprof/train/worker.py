@@ -32,6 +32,7 @@ import torch
 from sbprof.env import collect_env
 from sbprof.memory import release_memory
 from sbprof.record import Cell, Counts, MemoryPeak, Measurement
+from sbprof.record.cell import setting_name
 from sbprof.train.config import TrainConfig
 from sbprof.train.data import MockBatches, mock_batches
 from sbprof.train.models import build_modules
@@ -148,7 +149,7 @@ def measure_variant(cfg: TrainConfig, cell: Cell, modules: Dict[str, torch.nn.Mo
         counts.flops = sum(extra["flops"]["per_step"]) / len(measured)
         counts.macs = sum(extra["flops"]["macs_per_step"]) / len(measured)
     if cfg.profiling.export_trace:
-        trace_dir = folder / TRACE_DIR / f"{variant}-{cell.device.replace(':', '')}-{cell.threads}threads"
+        trace_dir = folder / TRACE_DIR / f"{variant}-{setting_name(cell.device, cell.threads)}"
         brain = profile(brain, modules=cfg.profiling.modules, on_trace_ready=export(dir_name=str(trace_dir),
                                                                                      worker_name=variant))
         brain.fit(range(1), DataLoader(data.batches[:cfg.profiling.trace_steps], batch_size=None))

@@ -87,14 +87,16 @@ def test_under_pacing_a_chunk_slower_than_real_time_queues_and_the_delay_grows_a
     arrival = [(k + 1) * chunk for k in range(10)] + [10 * chunk]
     assert chunks["arrival_s"] == pytest.approx(arrival)
     start, end = chunks["start_s"], chunks["end_s"]
-    # The queue: a chunk starts when it has arrived and the one before it is out (one server, in order).
-    # (5 ms: waking up from the sleep before chunk 0, or a preemption between two chunks on a shared machine.)
-    assert start == pytest.approx([max(a, e) for a, e in zip(arrival, [0.0] + end[:-1])], abs=0.005)
-    # So, by hand: chunk 0 waits for nothing (its delay is one compute), and from then on each chunk waits for
-    # the last: the delay grows by compute - chunk duration = 20 ms per chunk (median over the nine steps, so
-    # that one chunk preempted by another process does not decide).
+    # The queue: a chunk starts when it has arrived and the one before it is out (one server, in order): never
+    # before, and typically within 5 ms (waking up from a sleep; a preempted wake-up on a shared machine is later).
+    ready = [max(a, e) for a, e in zip(arrival, [0.0] + end[:-1])]
+    assert all(st >= r - 1e-4 for st, r in zip(start, ready)), (start, ready)
+    assert statistics.median(st - r for st, r in zip(start, ready)) <= 0.005
+    # So, by hand: chunk 0 waits for nothing (its delay is one compute: a spin never ends early, a preempted one
+    # ends late), and from then on each chunk waits for the last: the delay grows by compute - chunk duration =
+    # 20 ms per chunk (median over the nine steps, so that one preempted chunk does not decide).
     delays = [e - a for e, a in zip(end, arrival)]
-    assert delays[0] == pytest.approx(compute, abs=0.005)
+    assert compute - 0.001 <= delays[0] <= compute + 0.03
     assert statistics.median(b - a for a, b in zip(delays[:10], delays[1:10])) == pytest.approx(compute - chunk,
                                                                                                 rel=0.05)
     assert delays[9] > delays[0] + 8 * (compute - chunk)  # linear over the utterance, not a one-off jump
