@@ -146,11 +146,13 @@ def test_concurrent_measurements_run_one_at_a_time():
     order = [thread for thread, _, _ in sorted(calls, key=lambda c: c[1])]
     runs = [order[0]] + [b for a, b in zip(order, order[1:]) if a != b]
     assert len(runs) == 4 and len(set(runs)) == 4, runs
+    # Each ran alone, so no median is inflated by the others' calls (interleaved, the four read 0.6 to 6.2 ms for
+    # one workload). Not tighter than 2.5x of the single-threaded median: this loop alone reads about 0.6 or about
+    # 1.1 ms from one measurement to the next on this machine (the reference too), 20 trials of 5 seen 0.55-1.6x.
     reference = single.summary("wall_s").median
-    for m in results.values():
-        # each ran alone, so its median is the single-threaded one within this machine's noise
-        assert 0.67 < m.summary("wall_s").median / reference < 1.5, (m.summary("wall_s").median, reference)
-        assert m.memory.rss_method == single.memory.rss_method
+    medians = [m.summary("wall_s").median for m in results.values()]
+    assert all(0.4 < x / reference < 2.5 for x in medians), (medians, reference)
+    assert all(m.memory.rss_method == single.memory.rss_method for m in results.values())
 
 
 def test_measure_inside_a_measured_call_is_refused():
