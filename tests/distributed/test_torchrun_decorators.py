@@ -60,7 +60,11 @@ def test_communication_agrees_with_an_outside_clock_around_each_all_reduce(strag
         assert len(extra["steps"]) == STEPS - 2  # wait 1, warm-up 1
         clock = sum(outside[rank.rank][i] for i in extra["steps"])
         comm = sum(extra["comm_s"])
-        assert comm > 0 and comm == pytest.approx(clock, rel=0.10), (rank.rank, comm, clock)
+        # 10 %, and at least 1.5 ms a step: the outside clock also holds the Python around each call (argument
+        # checks, the work handle), which no event covers; it was 1 ms a step on the rank that waits little, with a
+        # second test process beside it, where its all-reduces took 8.7 ms.
+        slack = 0.0015 * len(extra["steps"])
+        assert comm > 0 and comm == pytest.approx(clock, rel=0.10, abs=slack), (rank.rank, comm, clock)
 
 
 def test_the_slowed_rank_is_the_straggler_and_the_other_waits_for_it(straggler):
