@@ -301,7 +301,7 @@ def analyse(results: Results) -> SweepSummary:
         warmup=first.warmup if first else 0,
         measured=results.rules.get("measured", len(first.wall_s) if first else 0), fill=fill, validate=validate,
         measured_min_s=results.rules.get("measured_min_s"),
-        process_warmup=any("process_warmup_calls" in m.extra for m in records))
+        process_warmup=any("process_warmup_calls" in m.extra for m in [*records, *results.calibration]))
 
 
 def summary_block(results: Results) -> Dict[str, Any]:

@@ -311,12 +311,18 @@ def test_runs_show_the_median_over_runs_and_its_interval():
 
 def test_the_schedule_says_what_the_workers_did():
     # A results file of this version: its rules hold the measured minimum, its records the process warm-up.
+    # With the noise floor on, a worker's first item (the one that warms the process up) is its reference batch.
+    reference = _reference(0, "start", 0.02)
+    reference.extra["process_warmup_calls"] = 7
     records = grid_records(lambda a, b, r: 0.1, [1], [1], runs=1)
-    records[0].extra["process_warmup_calls"] = 7
-    report = render_markdown(Results("profile", rules={**RULES, "measured_min_s": 0.25}, records=records))
+    report = render_markdown(Results("profile", rules={**RULES, "measured_min_s": 0.25}, records=records,
+                                     calibration=[reference]))
     assert ("- **Schedule**: 0 warm-up batches, then 4 measured batches per cell (more while they add up to under "
             "0.25 s), then one batch for memory; each (device, threads) setting runs in a fresh worker process, "
             "warmed up before its first cell\n") in report
+    records[0].extra["process_warmup_calls"] = 7  # without the noise floor: the first cell's record
+    assert "warmed up before its first cell" in render_markdown(Results("profile", rules=dict(RULES), records=records))
+    assert "warmed up" not in render_markdown(results(grid_records(lambda a, b, r: 0.1, [1], [1], runs=1)))
 
 
 def test_a_cell_whose_runs_agree_by_luck_gets_its_setting_spread():
