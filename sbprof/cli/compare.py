@@ -62,7 +62,7 @@ def merge(argv: List[str], prog: str) -> int:
     from sbprof.results import RESULTS_FILE, prepare_output_folder
     from sbprof.results.merge import load_machines
 
-    try:
+    def write() -> Dict[str, Path]:
         machines = load_machines(args.folders)
         if args.output is None:
             raise ConfigError("--output DIR is needed to merge results folders of several machines")
@@ -71,12 +71,21 @@ def merge(argv: List[str], prog: str) -> int:
         if output.resolve() in inputs or (output / RESULTS_FILE).exists():
             raise ConfigError(f"--output {args.output!r} holds results of its own (an input folder, or another "
                               "run's): its report would be replaced; give a new folder")
-        outputs = write_merged_report(analyse_machines(machines), output)
+        return write_merged_report(analyse_machines(machines), output)
+
+    return _report(write, args.output)
+
+
+def _report(write: Callable[[], Dict[str, Path]], where: Optional[str]) -> int:
+    """Check the input and write a report through ``write``; its paths printed, or one line: exit 2 on bad input,
+    1 when the report could not be written."""
+    try:
+        outputs = write()
     except SbprofError as exc:
         error(str(exc))
         return EXIT_CONFIG
     except OSError as exc:
-        error(f"cannot write the report in {args.output}: {exc.strerror or exc}")
+        error(f"cannot write the report in {where}: {exc.strerror or exc}")
         return EXIT_FAILED
     print_outputs(outputs)
     return EXIT_OK
@@ -98,17 +107,17 @@ def merge_ranks(folder: Optional[str], output: Optional[str]) -> int:
     from sbprof.report.distributed import write_run_report
     from sbprof.results import prepare_output_folder
 
-    try:
+    merged = []
+
+    def write() -> Dict[str, Path]:
         run_folder = find_run(folder)
-        summary = merge_run(run_folder)
-        outputs = write_run_report(summary, prepare_output_folder(output or str(run_folder), "--output"))
-    except SbprofError as exc:
-        error(str(exc))
-        return EXIT_CONFIG
-    except OSError as exc:
-        error(f"cannot write the report in {output or folder}: {exc.strerror or exc}")
-        return EXIT_FAILED
-    print_outputs(outputs)
+        merged.append(merge_run(run_folder))
+        return write_run_report(merged[0], prepare_output_folder(output or str(run_folder), "--output"))
+
+    code = _report(write, output or folder)
+    if code != EXIT_OK:
+        return code
+    summary = merged[0]
     if not summary.complete:
         gone = ", ".join(f"rank {m.rank} (last seen at step {m.last_step})" for m in summary.missing)
         early = ", ".join(f"rank {r.rank} ({r.ended})" for r in summary.stopped_early)
