@@ -107,8 +107,10 @@ def trained_ranges(hparams: Any) -> Optional[TrainedRanges]:
 
 
 def check_allowed(ranges: Optional[TrainedRanges], name: str, chunk_sizes: Iterable[int],
-                  left_contexts: Iterable[int], where: str = "streaming") -> None:
-    """Refuse a chunk size or left context outside what the model was trained for (nothing to check without ranges).
+                  left_contexts: Iterable[int], chunk_key: str = "streaming.chunk_sizes",
+                  left_key: str = "streaming.left_context_chunks") -> None:
+    """Refuse a chunk size or left context outside what the model was trained for (nothing to check without ranges),
+    naming the key that asked for it (``capacity.chunk_size``...).
 
     Example
     -------
@@ -123,13 +125,13 @@ def check_allowed(ranges: Optional[TrainedRanges], name: str, chunk_sizes: Itera
         return
     for size in chunk_sizes:
         if not ranges.chunk_size_min <= size <= ranges.chunk_size_max:
-            raise ConfigError(f"{where}.chunk_sizes: {size} is not allowed by model {name!r}: it was trained for "
+            raise ConfigError(f"{chunk_key}: {size} is not allowed by model {name!r}: it was trained for "
                               f"{ranges.describe()}")
     for left in left_contexts:
         ok = (ranges.unlimited_left_context if left == UNLIMITED
               else ranges.left_context_chunks_min <= left <= ranges.left_context_chunks_max)
         if not ok:
-            raise ConfigError(f"{where}.left_context_chunks: {left} is not allowed by model {name!r}: it was "
+            raise ConfigError(f"{left_key}: {left} is not allowed by model {name!r}: it was "
                               f"trained for {ranges.describe()}")
 
 
@@ -153,3 +155,53 @@ def final_chunks(model: Any, samples_per_chunk: int) -> int:
     extractor = getattr(getattr(model, "hparams", None), "fea_streaming_extractor", None)
     count = getattr(extractor, "get_recommended_final_chunk_count", None)
     return int(count(samples_per_chunk)) if callable(count) else 1
+
+
+def context_bytes(context: Any, max_depth: int = 12) -> int:
+    """The bytes of the tensors a streaming context holds: what one stream keeps between its chunks.
+
+    Walks the context's attributes, mappings and sequences (never into a ``torch.nn.Module``: the model is shared),
+    and counts each tensor storage once (``untyped_storage().nbytes()``: a view holds its whole storage).
+
+    Example
+    -------
+    >>> import torch
+    >>> from types import SimpleNamespace
+    >>> x = torch.zeros(1000)
+    >>> context_bytes(SimpleNamespace(cache=x, view=x[:10], layers=[{"h": torch.zeros(2, 3, dtype=torch.float64)}]))
+    4048
+    """
+    import torch
+
+    seen_storages, seen_objects = set(), set()
+    total = 0
+
+    def walk(obj: Any, depth: int) -> None:
+        nonlocal total
+        if depth > max_depth or obj is None or isinstance(obj, (str, bytes, int, float, bool, torch.nn.Module)):
+            return
+        if isinstance(obj, torch.Tensor):
+            storage = obj.untyped_storage()
+            key = (storage.data_ptr(), obj.device.type)
+            if key not in seen_storages:
+                seen_storages.add(key)
+                total += storage.nbytes()
+            return
+        if id(obj) in seen_objects:
+            return
+        seen_objects.add(id(obj))
+        if isinstance(obj, dict):
+            children = list(obj.values())
+        elif isinstance(obj, (list, tuple, set)):
+            children = list(obj)
+        elif hasattr(obj, "__dict__"):
+            children = list(vars(obj).values())
+        elif hasattr(obj, "__slots__"):
+            children = [getattr(obj, k, None) for k in obj.__slots__]
+        else:
+            return
+        for child in children:
+            walk(child, depth + 1)
+
+    walk(context, 0)
+    return total

@@ -2,7 +2,7 @@
 
 They format a :class:`~sbprof.analysis.stream.StreamSummary` (analysed once,
 before): each table is printed with the definition of its figures right
-under it. Times in ms, memory in MB (10^6 bytes).
+under it. Times in ms, state in kB (10^3 bytes), memory in MB (10^6 bytes).
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import io
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
-from sbprof.analysis.stream import CapacityRow, LatencyRow, StreamSummary
+from sbprof.analysis.stream import BEHIND_SLOPE, CapacityRow, LatencyRow, StreamSetting, StreamSummary
 from sbprof.report.format import plural, sig3, status_text, table
 from sbprof.report.stream_plot import render_stream_plots, setting_label
 from sbprof.results.files import atomic_write_text
@@ -19,44 +19,72 @@ from sbprof.results.files import atomic_write_text
 REPORT_FILE = "report.md"
 CSV_FILE = "results.csv"
 
-CAPACITY_DEFINITIONS = """\
-- **streams per machine**: the largest number of concurrent streams one process serves in real time at p99:
-  real-time margin = chunk duration / (streams x p99 chunk compute) >= 1, the streams served as in the tables
-  below (real-time pacing, one queue), and no chunk left unserved (a probe that fell `max_backlog_s` behind
-  stopped: "stopped"). Found by bisection on the stream count (median over runs when several); the probes of
-  the first run are listed with their margin.
+CAPACITY_DEFINITIONS = f"""\
+- **streams per machine**: the largest number of concurrent streams one process serves whose **p99 delay**
+  (from the arrival of a chunk's last sample to its output, over every chunk that holds audio) stays within
+  the **delay target** (`capacity.p99_delay_ms`; default one chunk duration) and does not grow along the
+  utterance (delay growth <= {BEHIND_SLOPE} s per s), with no chunk left unserved. Found by bisection on the
+  stream count from the delays each probe recorded (median over runs when several); the probes of the first run
+  are listed: streams: p99 delay (ms), and *behind* when the delay grew or chunks went unserved.
+- **p99 delay at capacity**: that probe's p99 delay.
+- **worst-case compute budget**: the largest probed stream count with streams x p99 chunk compute <= chunk
+  duration: what fits if every chunk cost the p99 and no idle time absorbed it. A lower bound, not where the
+  server falls behind.
+- **state per stream**: the bytes of one stream's streaming-context tensors after its last chunk (median over
+  streams): what the server keeps per live stream between its chunks.
+- **memory per added stream**: the least-squares slope of the process's memory (the largest reading after a
+  chunk of a probe: resident set on CPU, allocated on CUDA) over the probes' stream counts: state, buffers and
+  allocator growth together.
 - **offline RTFx**: seconds of the utterance / time to transcribe it in one `transcribe_chunk` call (one chunk
-  spanning it: full attention, as offline), median of 3 calls after 1 unmeasured. As many streams as the offline
-  RTFx is what offline throughput would promise; the capacity shows what chunking, queueing and the p99 leave."""
+  spanning it: full attention, as offline), median of 5 calls after 1 unmeasured, with their range (runs
+  pooled). As many streams as the offline RTFx is what offline throughput would promise."""
 
 COMPUTE_DEFINITIONS = """\
 - **chunk**: encoder frames per chunk (`DynChunkTrainConfig.chunk_size`) and the audio it holds;
   **left context**: past chunks each chunk attends to (unlimited: every past chunk of the utterance).
 - **chunks**: chunk calls timed (all streams and runs; the short last chunk and the zero chunk that flushes
   the feature extractor included). A session whose next chunk had waited more than `max_backlog_s` stopped
-  there (it cannot keep up): *stopped* rows count the chunks left unserved, and their figures cover only
-  the chunks served.
-- **p50 ... max**: percentiles of chunk compute latency, the wall clock around one `transcribe_chunk` call (ms).
-- **real-time margin**: chunk duration / (streams x p99 compute); below 1 the process cannot keep up.
-- **tokens/chunk**: median tokens one chunk emitted.
+  there: *stopped* rows count the chunks left unserved, and their figures cover only the chunks served.
+- **p50 ... max**: percentiles of chunk compute latency, the wall clock around one `transcribe_chunk` call (ms);
+  **p99 interval**: a distribution-free ~95 % interval of the p99 from order statistics (`+`: too few chunks
+  to bound it above; the largest chunk is shown).
+- **streaming RTF**: chunk compute / seconds of audio served (compute per second of speech);
+  **utilisation**: chunk compute / the session's length (the server's busy share).
+- **tokens/chunk**: tokens emitted (flush chunks' included) per chunk holding audio: a mean; **tokens/s**: per
+  second of audio.
 - **cost growth**: median compute of the last third of full chunks along the utterance over that of the first
-  third (chunk 0 left out): about 1 when the left context is bounded, above 1 when each chunk costs more than
-  the last."""
+  third (chunk 0 left out): about 1 when the left context is bounded.
+- **compute budget**: chunk duration / (streams x p99 compute), the worst case (every chunk at the p99, none
+  overlapping idle time); below 1 does *not* mean the server falls behind: see delay growth."""
 
-PACING_DEFINITIONS = """\
-- Chunks are fed at the pace the audio would arrive: stream i starts i/n of a chunk after stream 0, a chunk
-  arrives when its last sample would have been spoken, and one loop serves every stream in order of arrival,
-  sleeping when it is ahead; when compute falls behind, chunks queue.
+PACING_DEFINITIONS = f"""\
+- Chunks are fed at the pace the audio would arrive (traffic: see the header) and one loop serves every
+  stream in order of arrival, sleeping when it is ahead; when compute falls behind, chunks queue.
 - **algorithmic latency**: chunk duration + the feature extractor's look-ahead (the last frames of a chunk
   come out with the next one): what a chunk's first sample waits before any compute.
-- **delay p50 / p99**: from the arrival of a chunk's last sample to its output (queue + compute).
-- **first token**: from a stream's first sample to the output of its first chunk that emitted a token
-  (median over streams).
-- **final result**: from the utterance's last sample to the output of the stream's last (flush) chunk
-  (median over streams).
+- **delay steady p50 / p99**: from the arrival of a chunk's last sample to its output (queue + compute), every
+  chunk holding audio but a session's last; **end of utterance p99**: the same for the chunk holding a
+  session's last sample (an end burst shows here).
+- **delay growth**: least-squares slope of delay against arrival time (ms of delay per s); *behind* above
+  {BEHIND_SLOPE * 1e3:g} ms/s (the backlog grows) or when chunks went unserved.
+- **first token**: from the speech onset (the first 10 ms frame within 30 dB of the loudest) to the output of
+  a session's first chunk that emitted a token (median over sessions that start with the utterance).
+- **final result**: from the utterance's last sample to the output of the session's last (flush) chunk
+  (median over sessions that end).
+- **state per stream**: the bytes of a session's streaming-context tensors after its last chunk (median).
 - **process peak**: the whole process's peak resident memory during the cell (model included; on CUDA the
-  allocator's peak); **per stream**: the peak the cell added over what the process held before it (heap
-  trimmed first), divided by the streams."""
+  allocator's peak)."""
+
+EMISSION_DEFINITIONS = """\
+- **emission latency**: for each token the model emitted, the output time of its chunk minus the reference end
+  of the unit at the same position in `streaming.alignment` (token k against unit k), over sessions that start
+  with the utterance; p50 and p99 over tokens. Negative: emitted before the reference says it was spoken."""
+
+LONE_STREAM_NOTE = """\
+One stream alone, paced, leaves the server idle between chunks; each chunk then pays for waking up (caches,
+threads), so its compute is higher than a busy server's: {ratio} here (p50 compute of the 1-stream probe over
+that of the largest passing probe). Read the one-stream rows as one caller on an idle machine, not as a
+server's cost per chunk."""
 
 
 def _ms(x: Optional[float]) -> str:
@@ -75,9 +103,16 @@ def _failed(r: LatencyRow, width: int) -> List[str]:
     return [_chunk(r), _left(r.left_context), str(r.streams), status_text(r.record) or "no samples"] + [""] * width
 
 
+def _interval(r: LatencyRow) -> str:
+    if r.p99_interval_ms is None:
+        return "n/a"
+    lo, hi, open_ = r.p99_interval_ms
+    return f"{sig3(lo)}-{sig3(hi)}{'+' if open_ else ''}"
+
+
 def compute_table(rows: List[LatencyRow]) -> str:
-    headers = ["chunk", "left context", "streams", "chunks", "p50", "p90", "p95", "p99", "max (ms)",
-               "real-time margin", "tokens/chunk", "cost growth"]
+    headers = ["chunk", "left context", "streams", "chunks", "p50", "p90", "p99", "max (ms)", "p99 interval (ms)",
+               "streaming RTF", "utilisation", "tokens/chunk", "tokens/s", "cost growth", "compute budget"]
     out = []
     for r in rows:
         if not r.compute_ms:
@@ -86,47 +121,81 @@ def compute_table(rows: List[LatencyRow]) -> str:
         c = r.compute_ms
         served = str(r.chunks) + (f" (stopped, {r.unserved} unserved)" if r.unserved else "")
         out.append([_chunk(r), _left(r.left_context), str(r.streams), served]
-                   + [sig3(c[k]) for k in ("p50", "p90", "p95", "p99", "max")]
-                   + [f"{r.margin:.2f}" + ("" if r.margin >= 1 else " (behind)"),
-                      "n/a" if r.tokens_per_chunk is None else f"{r.tokens_per_chunk:g}",
-                      "n/a" if r.growth is None else f"{r.growth:.2f}"])
+                   + [sig3(c[k]) for k in ("p50", "p90", "p99", "max")]
+                   + [_interval(r), "n/a" if r.streaming_rtf is None else f"{r.streaming_rtf:.3f}",
+                      "n/a" if r.utilisation is None else f"{r.utilisation:.2f}",
+                      "n/a" if r.tokens_per_chunk is None else f"{r.tokens_per_chunk:.2f}",
+                      "n/a" if r.tokens_per_audio_s is None else sig3(r.tokens_per_audio_s),
+                      "n/a" if r.growth is None else f"{r.growth:.2f}", f"{r.margin:.2f}"])
     return table(out, headers)
 
 
+def _growth(r: Any) -> str:
+    slope = r.delay_growth
+    text = "n/a" if slope is None else sig3(slope * 1e3)
+    return text + (" (behind)" if r.behind else "")
+
+
 def pacing_table(rows: List[LatencyRow]) -> str:
-    headers = ["chunk", "left context", "streams", "algorithmic latency (ms)", "delay p50 (ms)", "delay p99 (ms)",
-               "first token (ms)", "final result (ms)", "process peak (MB)", "per stream (MB)"]
+    headers = ["chunk", "left context", "streams", "algorithmic latency (ms)", "delay steady p50 (ms)",
+               "delay steady p99 (ms)", "end of utterance p99 (ms)", "delay growth (ms/s)", "first token (ms)",
+               "final result (ms)", "state per stream (kB)", "process peak (MB)"]
     out = []
     for r in rows:
         if not r.delay_ms:
             out.append(_failed(r, len(headers) - 4))
             continue
         out.append([_chunk(r), _left(r.left_context), str(r.streams), _ms(r.algorithmic_ms),
-                    sig3(r.delay_ms["p50"]), sig3(r.delay_ms["p99"]), _ms(r.first_token_ms), _ms(r.final_ms),
-                    _ms(r.process_peak_mb), _ms(r.per_stream_mb)])
+                    sig3(r.delay_ms["p50"]), sig3(r.delay_ms["p99"]), _ms(r.end_delay_ms.get("p99")), _growth(r),
+                    _ms(r.first_token_ms), _ms(r.final_ms), _ms(r.state_kb), _ms(r.process_peak_mb)])
     return table(out, headers)
 
 
-def _capacity_cell(c: Optional[CapacityRow]) -> List[str]:
-    if c is None:
-        return ["", "", "not searched", ""]
-    if c.capacity is None:
-        return [_chunk(c), _left(c.left_context), status_text(c.record) or "no probes", ""]
-    found = f"{c.capacity:g}" + (" (the search's limit)" if c.capacity >= c.max_streams else "")
-    probes = ", ".join(f"{p.streams}: {p.margin:.2f}" + (" (stopped)" if p.unserved else "") for p in c.probes)
-    return [_chunk(c), _left(c.left_context), found, probes]
+def emission_table(rows: List[LatencyRow]) -> Optional[str]:
+    kept = [r for r in rows if r.emission_ms]
+    if not kept:
+        return None
+    return table([[_chunk(r), _left(r.left_context), str(r.streams), str(r.emission_tokens),
+                   sig3(r.emission_ms["p50"]), sig3(r.emission_ms["p99"])] for r in kept],
+                 ["chunk", "left context", "streams", "tokens matched", "emission p50 (ms)", "emission p99 (ms)"])
+
+
+def _probes(c: CapacityRow) -> str:
+    return ", ".join(f"{p.streams}: {_ms(p.delay_p99_ms)}" + (" (behind)" if p.behind else "") for p in c.probes)
 
 
 def capacity_table(summary: StreamSummary) -> str:
-    headers = ["setting", "chunk", "left context", "streams per machine", "offline RTFx", "probes (streams: margin)"]
+    """Capacity across settings: one row per thread setting, chunk size and left context searched."""
+    headers = ["setting", "chunk", "left context", "delay target (ms)", "streams per machine",
+               "p99 delay at capacity (ms)", "worst-case compute budget", "state per stream (kB)",
+               "memory per added stream (MB)", "offline RTFx (range)", "probes (streams: p99 delay ms)"]
     rows = []
     for s in summary.settings:
-        chunk, left, found, probes = _capacity_cell(s.capacity)
         rtfx = "not measured" if s.offline_rtfx is None else sig3(s.offline_rtfx)
+        if s.offline_range is not None:
+            rtfx += f" ({sig3(s.offline_range[0])}-{sig3(s.offline_range[1])})"
         if s.offline is not None and not s.offline.ok:
             rtfx = status_text(s.offline) or rtfx
-        rows.append([setting_label(s), chunk, left, found, rtfx, probes])
+        if not s.capacities:
+            rows.append([setting_label(s), "", "", "", "not searched", "", "", "", "", rtfx, ""])
+        for c in s.capacities:
+            if c.capacity is None:
+                rows.append([setting_label(s), _chunk(c), _left(c.left_context), _ms(c.target_ms),
+                             status_text(c.record) or "no probes", "", "", "", "", rtfx, ""])
+                continue
+            found = f"{c.capacity:g}" + (" (the search's limit)" if c.capacity >= c.max_streams else "")
+            rows.append([setting_label(s), _chunk(c), _left(c.left_context), _ms(c.target_ms), found,
+                         _ms(c.delay_p99_ms), "n/a" if c.budget is None else str(c.budget), _ms(c.state_kb),
+                         _ms(c.marginal_mb), rtfx, _probes(c)])
     return table(rows, headers)
+
+
+def _traffic_text(traffic: str) -> str:
+    return {"spread": "streams' utterances at phases spread over the utterance (one stream ends at a time), "
+                      "chunks of the streams evenly interleaved",
+            "poisson": "sessions arriving at random (Poisson), as many live on average as the stream count",
+            "aligned": "every stream sending the utterance once, staggered within one chunk (all end together)"
+            }.get(traffic, traffic)
 
 
 def _header(summary: StreamSummary) -> List[str]:
@@ -134,9 +203,10 @@ def _header(summary: StreamSummary) -> List[str]:
     utterance = rules.get("utterance_s")
     source = str(rules.get("input", "")).split(":sha256")[0]
     out = [f"Every stream sends the same utterance ({source}, "
-           f"{'?' if utterance is None else f'{utterance:.2f}'} s); {rules.get('warmup')} unmeasured chunk(s) on a "
-           f"throw-away stream before each cell, then {plural(int(rules.get('measured') or 1), 'pass', 'passes')} "
-           "over the utterance."]
+           f"{'?' if utterance is None else f'{utterance:.2f}'} s); traffic: "
+           f"{_traffic_text(str(rules.get('traffic', 'aligned')))}; {rules.get('warmup')} unmeasured chunk(s) on "
+           f"a throw-away stream before each cell, then {plural(int(rules.get('measured') or 1), 'pass', 'passes')}"
+           " per cell."]
     if machine:
         out.append(f"Machine: {machine.get('cpu', '?')} ({machine.get('cpu_count', '?')} logical cores), "
                    f"torch {machine.get('torch', '?')}, speechbrain {machine.get('speechbrain', '?')}"
@@ -148,9 +218,16 @@ def _header(summary: StreamSummary) -> List[str]:
     return [" ".join(out), ""]
 
 
+def _lone_note(s: StreamSetting) -> List[str]:
+    ratios = [c.lone_ratio for c in s.capacities if c.lone_ratio]
+    if not ratios or not any(r.streams == 1 for r in s.rows):
+        return []
+    return [LONE_STREAM_NOTE.format(ratio=f"{ratios[0]:.1f}x"), ""]
+
+
 def render_markdown(summary: StreamSummary, plots: Optional[Dict[str, str]] = None) -> str:
-    """The report: capacity beside the offline RTFx, then per setting the compute and pacing tables, each with
-    its definitions, and the plots.
+    """The report: capacity across settings beside the offline RTFx, then per setting the compute and pacing
+    tables, each with its definitions, and the plots.
 
     Example
     -------
@@ -161,23 +238,37 @@ def render_markdown(summary: StreamSummary, plots: Optional[Dict[str, str]] = No
     """
     plots = plots or {}
     out = [f"# Streaming latency{': ' + summary.model if summary.model else ''}", ""] + _header(summary)
-    out += ["## Capacity: streams per machine", "", capacity_table(summary), "", CAPACITY_DEFINITIONS, ""]
+    out += ["## Capacity: streams per machine within a delay target", "", capacity_table(summary), "",
+            CAPACITY_DEFINITIONS, ""]
     for s in summary.settings:
         out += [f"## {setting_label(s)}", ""]
         if s.rows:
-            out += ["### Chunk compute latency", "", compute_table(s.rows), "", COMPUTE_DEFINITIONS, "",
-                    "### Latency under real-time pacing, and memory", "", pacing_table(s.rows), "",
+            out += ["### Chunk compute latency and cost", "", compute_table(s.rows), "", COMPUTE_DEFINITIONS, ""]
+            out += _lone_note(s)
+            out += ["### Latency under real-time pacing, and memory", "", pacing_table(s.rows), "",
                     PACING_DEFINITIONS, ""]
-        out += [f"![{kind}]({plots[f'{kind} {s.name}']})" for kind in ("cdf", "streams")
+            if s.marginal_mb:
+                out += ["Memory per added stream (slope of process memory over the cells' stream counts): "
+                        + "; ".join(f"chunk {c}, left {_left(left)}: {sig3(v)} MB"
+                                    for (c, left), v in sorted(s.marginal_mb.items())) + ".", ""]
+            emission = emission_table(s.rows)
+            if emission:
+                out += ["### Emission latency against the reference alignment", "", emission, "",
+                        EMISSION_DEFINITIONS, ""]
+        out += [f"![{kind}]({plots[f'{kind} {s.name}']})" for kind in ("tradeoff", "cdf", "streams")
                 if f"{kind} {s.name}" in plots]
         out.append("")
     return "\n".join(out)
 
 
-CSV_FIELDS = ("kind", "device", "threads", "chunk_size", "chunk_ms", "left_context_chunks", "streams", "status",
-              "runs", "chunks", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "max_ms", "realtime_margin",
-              "algorithmic_ms", "delay_p50_ms", "delay_p99_ms", "first_token_ms", "final_ms", "tokens_per_chunk",
-              "cost_growth", "process_peak_mb", "per_stream_mb", "streams_per_machine", "offline_rtfx", "message")
+CSV_FIELDS = ("kind", "device", "threads", "chunk_size", "chunk_ms", "left_context_chunks", "streams", "traffic",
+              "status", "runs", "chunks", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "max_ms", "p99_low_ms",
+              "p99_high_ms", "compute_budget", "algorithmic_ms", "delay_p50_ms", "delay_p99_ms", "end_delay_p99_ms",
+              "delay_growth_ms_per_s", "behind", "first_token_ms", "final_ms", "tokens_per_chunk",
+              "tokens_per_audio_s", "cost_growth", "streaming_rtf", "utilisation", "state_kb", "process_peak_mb",
+              "emission_p50_ms", "emission_p99_ms", "delay_target_ms", "streams_per_machine",
+              "delay_p99_at_capacity_ms", "worst_case_budget_streams", "memory_per_added_stream_mb",
+              "offline_rtfx", "offline_rtfx_min", "offline_rtfx_max", "message")
 
 
 def render_csv(summary: StreamSummary) -> str:
@@ -189,22 +280,32 @@ def render_csv(summary: StreamSummary) -> str:
         base = {"device": s.device, "threads": s.threads}
         for r in s.rows:
             row: Dict[str, Any] = {**base, "kind": "latency", "chunk_size": r.chunk_size, "chunk_ms": r.chunk_ms,
-                                   "left_context_chunks": r.left_context, "streams": r.streams,
+                                   "left_context_chunks": r.left_context, "streams": r.streams, "traffic": r.traffic,
                                    "status": r.record.status, "runs": r.runs, "chunks": r.chunks,
                                    "message": r.record.message}
             row.update({f"{k}_ms": v for k, v in r.compute_ms.items()})
-            row.update(realtime_margin=r.margin, algorithmic_ms=r.algorithmic_ms, delay_p50_ms=r.delay_ms.get("p50"),
-                       delay_p99_ms=r.delay_ms.get("p99"), first_token_ms=r.first_token_ms, final_ms=r.final_ms,
-                       tokens_per_chunk=r.tokens_per_chunk, cost_growth=r.growth,
-                       process_peak_mb=r.process_peak_mb, per_stream_mb=r.per_stream_mb)
+            if r.p99_interval_ms:
+                row.update(p99_low_ms=r.p99_interval_ms[0], p99_high_ms=r.p99_interval_ms[1])
+            row.update(compute_budget=r.margin, algorithmic_ms=r.algorithmic_ms, delay_p50_ms=r.delay_ms.get("p50"),
+                       delay_p99_ms=r.delay_ms.get("p99"), end_delay_p99_ms=r.end_delay_ms.get("p99"),
+                       delay_growth_ms_per_s=None if r.delay_growth is None else r.delay_growth * 1e3,
+                       behind=r.behind if r.delay_ms else None, first_token_ms=r.first_token_ms, final_ms=r.final_ms,
+                       tokens_per_chunk=r.tokens_per_chunk, tokens_per_audio_s=r.tokens_per_audio_s,
+                       cost_growth=r.growth, streaming_rtf=r.streaming_rtf, utilisation=r.utilisation,
+                       state_kb=r.state_kb, process_peak_mb=r.process_peak_mb,
+                       emission_p50_ms=r.emission_ms.get("p50"), emission_p99_ms=r.emission_ms.get("p99"))
             writer.writerow(row)
-        c = s.capacity
-        if c is not None:
+        for c in s.capacities:
             writer.writerow({**base, "kind": "capacity", "chunk_size": c.chunk_size, "chunk_ms": c.chunk_ms,
-                             "left_context_chunks": c.left_context, "status": c.record.status, "runs": c.runs,
-                             "streams_per_machine": c.capacity, "message": c.record.message})
+                             "left_context_chunks": c.left_context, "traffic": c.traffic, "status": c.record.status,
+                             "runs": c.runs, "delay_target_ms": c.target_ms, "streams_per_machine": c.capacity,
+                             "delay_p99_at_capacity_ms": c.delay_p99_ms, "worst_case_budget_streams": c.budget,
+                             "state_kb": c.state_kb, "memory_per_added_stream_mb": c.marginal_mb,
+                             "message": c.record.message})
         if s.offline is not None:
             writer.writerow({**base, "kind": "offline", "status": s.offline.status, "offline_rtfx": s.offline_rtfx,
+                             "offline_rtfx_min": s.offline_range[0] if s.offline_range else None,
+                             "offline_rtfx_max": s.offline_range[1] if s.offline_range else None,
                              "message": s.offline.message})
     return buf.getvalue()
 

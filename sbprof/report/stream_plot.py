@@ -1,11 +1,15 @@
-"""PNG plots of a stream job (format a summary; never measure): latency CDFs and p99 latency against stream count.
+"""PNG plots of a stream job (format a summary; never measure): the trade-off, latency CDFs, delay against streams.
 
+- ``plots/stream-tradeoff-<setting>.png``: per chunk size and left context
+  (the cells with the fewest streams), the latency a user feels
+  (algorithmic latency + p99 steady delay) against the compute cost per
+  second of audio (streaming RTF);
 - ``plots/stream-cdf-<setting>.png``: per chunk size and left context (the
   cells with the fewest streams), the distribution of chunk compute latency
   (left) and of the delay under real-time pacing (right);
-- ``plots/stream-streams-<setting>.png``: the capacity probes' p99 compute
-  against stream count with the real-time limit (chunk duration / streams),
-  and their p99 delay with the chunk duration.
+- ``plots/stream-streams-<setting>.png``: the first capacity search's probes:
+  p99 delay against stream count with the delay target (left), and
+  utilisation (right).
 
 Built like every sbprof plot (:mod:`sbprof.report.plot`).
 """
@@ -49,24 +53,53 @@ def cdf_figure(s: StreamSetting, title: str) -> Optional[Figure]:
 
 
 def streams_figure(s: StreamSetting, title: str) -> Optional[Figure]:
-    """p99 compute and p99 delay of the capacity probes against stream count, with the real-time lines."""
+    """The capacity probes: p99 delay against stream count with the delay target, and utilisation."""
     cap = s.capacity
     if cap is None or not cap.probes or cap.chunk_ms is None:
         return None
-    figure, (compute_ax, delay_ax) = new_figure(2, extra_rows=1)
-    ns = [p.streams for p in cap.probes]
-    grid = list(range(1, max(ns) + 1))
-    compute_ax.plot(ns, [p.p99_ms for p in cap.probes], marker="o", label="p99 chunk compute")
-    compute_ax.plot(grid, [cap.chunk_ms / n for n in grid], linestyle="--", color="0.3",
-                    label=f"real-time limit: chunk duration / streams ({cap.chunk_ms:.0f} ms / n)")
-    delay_ax.plot(ns, [p.delay_p99_ms for p in cap.probes], marker="o", color="C1", label="p99 delay")
-    delay_ax.axhline(cap.chunk_ms, linestyle="--", color="0.3", label=f"one chunk duration ({cap.chunk_ms:.0f} ms)")
-    for ax, ys, ylabel in ((compute_ax, [p.p99_ms for p in cap.probes] + [cap.chunk_ms / max(ns), cap.chunk_ms],
-                            "p99 chunk compute latency (ms)"),
-                           (delay_ax, [p.delay_p99_ms for p in cap.probes] + [cap.chunk_ms],
-                            "p99 delay under real-time pacing (ms)")):
-        finish_axes(ax, ns, ys, "concurrent streams in one process", ylabel, columns=1)
+    figure, (delay_ax, busy_ax) = new_figure(2, extra_rows=1)
+    probes = [p for p in cap.probes if p.delay_p99_ms is not None]
+    ns = [p.streams for p in probes]
+    target = cap.target_ms or cap.chunk_ms
+    delay_ax.plot(ns, [p.delay_p99_ms for p in probes], marker="o", color="C1", label="p99 delay")
+    for p in probes:
+        if p.behind:
+            delay_ax.annotate("behind", (p.streams, p.delay_p99_ms), fontsize="x-small")
+    delay_ax.axhline(target, linestyle="--", color="0.3", label=f"delay target ({target:.0f} ms)")
+    busy = [p for p in probes if p.utilisation is not None]
+    busy_ax.plot([p.streams for p in busy], [p.utilisation for p in busy], marker="o", label="utilisation")
+    busy_ax.axhline(1.0, linestyle="--", color="0.3", label="busy all the time")
+    finish_axes(delay_ax, ns, [p.delay_p99_ms for p in probes] + [target], "concurrent streams in one process",
+                "p99 delay under real-time pacing (ms)", columns=1)
+    finish_axes(busy_ax, ns, [p.utilisation for p in busy] + [1.0], "concurrent streams in one process",
+                "utilisation (compute / session length)", columns=1)
     figure.suptitle(title, fontsize="medium")
+    return figure
+
+
+def tradeoff_figure(s: StreamSetting, title: str) -> Optional[Figure]:
+    """User-felt latency (algorithmic + p99 steady delay) against compute per audio second, per chunk setting."""
+    rows = [r for r in s.rows if r.streaming_rtf and r.delay_ms and r.algorithmic_ms is not None]
+    if not rows:
+        return None
+    fewest = min(r.streams for r in rows)
+    rows = [r for r in rows if r.streams == fewest]
+    figure, (ax,) = new_figure(1, extra_rows=-(-len(rows) // 2))
+    lefts = sorted({r.left_context for r in rows}, key=lambda x: (x == -1, x))
+    xs, ys = [], []
+    for i, left in enumerate(lefts):
+        kept = sorted((r for r in rows if r.left_context == left), key=lambda r: r.chunk_size)
+        x = [r.streaming_rtf for r in kept]
+        y = [r.algorithmic_ms + r.delay_ms["p99"] for r in kept]
+        ax.plot(x, y, marker="o", color=f"C{i % 10}", label=f"left {'unlimited' if left == -1 else left}")
+        for r, xi, yi in zip(kept, x, y):
+            ax.annotate(f"chunk {r.chunk_size}", (xi, yi), fontsize="x-small", xytext=(3, 3),
+                        textcoords="offset points")
+        xs += x
+        ys += y
+    finish_axes(ax, xs, ys, "compute per second of audio (streaming RTF)",
+                "latency felt: algorithmic + p99 delay (ms)")
+    figure.suptitle(f"{title} ({fewest} stream{'s' if fewest > 1 else ''})", fontsize="medium")
     return figure
 
 
@@ -77,9 +110,10 @@ def render_stream_plots(summary: StreamSummary, folder: Union[str, Path]) -> Dic
         where = setting_label(s)
         cap = s.capacity
         left = "" if cap is None else ("unlimited" if cap.left_context == -1 else str(cap.left_context))
-        figures = {"cdf": cdf_figure(s, f"{summary.model}, {where}: latency distributions"),
+        figures = {"tradeoff": tradeoff_figure(s, f"{summary.model}, {where}: latency against compute cost"),
+                   "cdf": cdf_figure(s, f"{summary.model}, {where}: latency distributions"),
                    "streams": streams_figure(s, f"{summary.model}, {where}: chunk {cap.chunk_size if cap else ''}, "
-                                                f"left {left}: p99 latency against streams")}
+                                                f"left {left}: p99 delay against streams")}
         for kind, figure in figures.items():
             if figure is not None:
                 out[f"{kind} {s.name}"] = write_png(figure, Path(folder) / PLOT_DIR / f"stream-{kind}-{s.name}.png")

@@ -22,8 +22,11 @@ from sbprof.jobs.preamble import SCHEMA as PREAMBLE, Defaults, Preamble, Repeats
 from sbprof.models.source import ModelSource, check_source
 
 MODEL_KEYS = ("source", "type", "overrides")
-STREAMING_KEYS = ("chunk_sizes", "left_context_chunks", "streams", "audio", "audio_s", "max_backlog_s")
-CAPACITY_KEYS = ("chunk_size", "left_context_chunks", "max_streams")
+STREAMING_KEYS = ("chunk_sizes", "left_context_chunks", "streams", "audio", "audio_s", "max_backlog_s", "traffic",
+                  "alignment")
+CAPACITY_KEYS = ("chunk_size", "left_context_chunks", "max_streams", "p99_delay_ms")
+TRAFFIC = ("spread", "poisson", "aligned")
+"""``streaming.traffic``: how sessions are laid out in time (:mod:`sbprof.stream.session`)."""
 SCHEMA: Dict[str, Any] = {**PREAMBLE, "model": {k: None for k in MODEL_KEYS},
                           "streaming": {k: None for k in STREAMING_KEYS},
                           "capacity": {k: None for k in CAPACITY_KEYS}, "offline": None}
@@ -50,15 +53,20 @@ class Streaming:
     audio: Optional[str]
     audio_s: Optional[float]
     max_backlog_s: Optional[float] = DEFAULT_MAX_BACKLOG_S
+    traffic: str = "spread"
+    alignment: Optional[Tuple[float, ...]] = None
 
 
 @dataclass(frozen=True)
 class Capacity:
-    """The capacity search (``capacity`` in the YAML): at one chunk size and left context, up to ``max_streams``."""
+    """The capacity search (``capacity`` in the YAML): per chunk size and left context (each a number or a list:
+    one search per pair), the largest stream count up to ``max_streams`` whose p99 delay stays within
+    ``p99_delay_ms`` (``None``: one chunk duration) and does not grow along the utterance."""
 
-    chunk_size: int
-    left_context_chunks: int
+    chunk_size: Tuple[int, ...]
+    left_context_chunks: Tuple[int, ...]
     max_streams: int = DEFAULT_MAX_STREAMS
+    p99_delay_ms: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -82,9 +90,13 @@ class StreamConfig:
         s = dict(d["streaming"])
         for key in ("chunk_sizes", "left_context_chunks", "streams"):
             s[key] = tuple(s[key])
+        if s.get("alignment") is not None:
+            s["alignment"] = tuple(s["alignment"])
+        cap = dict(d["capacity"]) if d["capacity"] else None
+        if cap is not None:
+            cap["chunk_size"], cap["left_context_chunks"] = tuple(cap["chunk_size"]), tuple(cap["left_context_chunks"])
         return cls(preamble=Preamble.from_dict(d["preamble"]), model=ModelSource.from_dict(d["model"]),
-                   streaming=Streaming(**s), capacity=Capacity(**d["capacity"]) if d["capacity"] else None,
-                   offline=d["offline"])
+                   streaming=Streaming(**s), capacity=Capacity(**cap) if cap else None, offline=d["offline"])
 
 
 def check_left_contexts(value: Any, key: str, file: str) -> Tuple[int, ...]:
@@ -140,7 +152,11 @@ def _streaming(tree: Any, file: str, base: Path) -> Streaming:
     if backlog is not None and not is_positive_number(backlog):
         raise ConfigError(f"{file}: streaming.max_backlog_s must be null or a positive number of seconds, "
                           f"got {backlog!r}")
+    traffic = tree.get("traffic", "spread")
+    if traffic not in TRAFFIC:
+        raise ConfigError(f"{file}: streaming.traffic must be one of {', '.join(TRAFFIC)}, got {traffic!r}")
     return Streaming(
+        traffic=traffic, alignment=_alignment(tree.get("alignment"), file, base),
         chunk_sizes=check_list(tree["chunk_sizes"], "streaming.chunk_sizes", integers=True, where=file),
         left_context_chunks=check_left_contexts(tree["left_context_chunks"], "streaming.left_context_chunks", file),
         streams=check_list(tree.get("streams", [1]), "streaming.streams", integers=True, where=file),
@@ -148,15 +164,50 @@ def _streaming(tree: Any, file: str, base: Path) -> Streaming:
         max_backlog_s=None if backlog is None else float(backlog))
 
 
+def _alignment(value: Any, file: str, base: Path) -> Optional[Tuple[float, ...]]:
+    """``streaming.alignment``: the reference end time (seconds) of each unit (token) of the utterance, as a list
+    or a text file of numbers (whitespace-separated; a file's relative path resolves against the config's folder)."""
+    key = "streaming.alignment"
+    if value is None:
+        return None
+    if isinstance(value, str):
+        path = Path(value) if Path(value).is_absolute() else base / value
+        if not path.is_file():
+            raise ConfigError(f"{file}: {key}: no such file {value!r} (a list of end times in seconds, or a text "
+                              "file of them)")
+        if path.stat().st_size > 1 << 20:
+            raise ConfigError(f"{file}: {key}: {value!r} is larger than 1 MiB")
+        words = path.read_text(errors="replace").split()
+        try:
+            value = [float(w) for w in words]
+        except ValueError:
+            raise ConfigError(f"{file}: {key}: {value!r} must hold only numbers (end times in seconds)") from None
+    if not isinstance(value, (list, tuple)) or not value or not all(is_positive_number(v) for v in value):
+        raise ConfigError(f"{file}: {key} must be a non-empty list of end times in seconds (positive numbers), "
+                          f"or a file of them, got {value!r}")
+    if any(b < a for a, b in zip(value, value[1:])):
+        raise ConfigError(f"{file}: {key}: the end times must not decrease")
+    return tuple(float(v) for v in value)
+
+
 def _capacity(tree: Any, file: str, streaming: Streaming) -> Optional[Capacity]:
     if tree is None:
         return None
-    chunk = check_int(tree.get("chunk_size", streaming.chunk_sizes[0]), "capacity.chunk_size", 1, file)
-    left = check_left_contexts(tree.get("left_context_chunks", streaming.left_context_chunks[0]),
-                               "capacity.left_context_chunks", file)[0]
-    return Capacity(chunk_size=chunk, left_context_chunks=left,
+    if not isinstance(tree, Mapping):
+        raise ConfigError(f"{file}: capacity must be null or a mapping with chunk_size, left_context_chunks, "
+                          f"max_streams, p99_delay_ms; got {tree!r}")
+    chunks = tree.get("chunk_size", streaming.chunk_sizes[0])
+    chunks = check_list(chunks if isinstance(chunks, (list, tuple)) else [chunks], "capacity.chunk_size",
+                        integers=True, where=file)
+    lefts = check_left_contexts(tree.get("left_context_chunks", streaming.left_context_chunks[0]),
+                                "capacity.left_context_chunks", file)
+    target = tree.get("p99_delay_ms")
+    if target is not None and not is_positive_number(target):
+        raise ConfigError(f"{file}: capacity.p99_delay_ms must be null (one chunk duration) or a positive number "
+                          f"of milliseconds, got {target!r}")
+    return Capacity(chunk_size=tuple(chunks), left_context_chunks=lefts,
                     max_streams=check_int(tree.get("max_streams", DEFAULT_MAX_STREAMS), "capacity.max_streams", 1,
-                                          file))
+                                          file), p99_delay_ms=None if target is None else float(target))
 
 
 def load_config(path: Union[str, Path], overrides: Optional[Mapping[str, Any]] = None,

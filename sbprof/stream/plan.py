@@ -60,7 +60,8 @@ class Plan(JobPlan):
         src = self.cfg.model
         rules = {"input": self.input, "utterance_s": self.audio_s, "warmup": self.pre.warmup,
                  "measured": self.pre.measured, "max_backlog_s": self.cfg.streaming.max_backlog_s,
-                 "pacing": "real time, streams evenly staggered, one queue"}
+                 "pacing": "real time, one queue", "traffic": self.cfg.streaming.traffic,
+                 "alignment": self.cfg.streaming.alignment is not None}
         return self.results(rules, {src.name: {**src.describe(), "fingerprint": fingerprint(src)}})
 
     def cell(self, setting: Setting, **params: Any) -> Cell:
@@ -74,8 +75,9 @@ class Plan(JobPlan):
         out += [self.cell(setting, kind="latency", chunk_size=c, left_context_chunks=left, streams=n)
                 for c in s.chunk_sizes for left in s.left_context_chunks for n in s.streams]
         if cap is not None:
-            out.append(self.cell(setting, kind="capacity", chunk_size=cap.chunk_size,
-                                 left_context_chunks=cap.left_context_chunks, max_streams=cap.max_streams))
+            out += [self.cell(setting, kind="capacity", chunk_size=c, left_context_chunks=left,
+                              max_streams=cap.max_streams, p99_delay_ms=cap.p99_delay_ms)
+                    for c in cap.chunk_size for left in cap.left_context_chunks]
         return out
 
     def expected(self) -> int:
@@ -99,5 +101,9 @@ class Plan(JobPlan):
                      log=f"worker-{setting.name}.log", env=worker_env(setting.threads))
 
     def steps(self, view: StoreView) -> Iterator[Step]:
+        from sbprof.analysis.stream import check_stream_record
+
+        for m in view.records():  # a hand-edited record is refused before anything is measured
+            check_stream_record(m)
         groups = [Group(self.cells(s), lambda chosen, s=s: self.batch(s, chosen)) for s in self.pre.settings]
         yield from interleaved_passes(view, lambda: groups, repeat_policy(self.pre.repeats), self.pre.seed)

@@ -13,7 +13,9 @@ cell's ``kind``:
 - ``offline``: the whole utterance in one ``transcribe_chunk`` call (one chunk
   spanning it: full attention, as an offline transcription), for its RTFx;
 - ``capacity``: sessions of more and more streams, bisected
-  (:mod:`sbprof.stream.capacity`), each probe's raw chunk times kept.
+  (:mod:`sbprof.stream.capacity`) on the delay criterion
+  (:func:`sbprof.analysis.stream.within_target`), each probe's per-chunk
+  columns kept.
 """
 from __future__ import annotations
 
@@ -24,14 +26,14 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
-from sbprof.analysis.stream import real_time, realtime_margin
+from sbprof.analysis.stream import capacity_estimate, within_target
 from sbprof.audio import load_example, make_batch
 from sbprof.env import collect_env, load_average
 from sbprof.errors import ConfigError
 from sbprof.memory import CpuPeak, CudaPeak, release_memory
 from sbprof.models.source import LoadedModel
-from sbprof.models.streaming import (UNLIMITED, check_allowed, check_streaming_model, chunk_samples, final_chunks,
-                                     right_context_samples, trained_ranges)
+from sbprof.models.streaming import (UNLIMITED, check_allowed, check_streaming_model, chunk_samples, context_bytes,
+                                     final_chunks, right_context_samples, trained_ranges)
 from sbprof.record import Cell, Measurement, MemoryPeak
 from sbprof.stream.capacity import capacity, next_probe
 from sbprof.stream.config import StreamConfig
@@ -40,8 +42,24 @@ from sbprof.timing import measure
 from sbprof.workers.cells import CellWorker, SetupError, serve_cells
 from sbprof.workers.protocol import one_line
 
-OFFLINE_CALLS = 3
-"""Timed offline calls per run (after one unmeasured call): the offline RTFx is their median."""
+OFFLINE_CALLS = 5
+"""Timed offline calls per run (after one unmeasured call): the offline RTFx is their median, beside their range."""
+ONSET_DB = 30.0
+"""The speech onset: the first 10 ms frame whose RMS is within this many dB of the loudest frame's."""
+
+
+def speech_onset_s(wav: Any, rate: int) -> float:
+    """Seconds from the utterance's start to its speech onset (see :data:`ONSET_DB`)."""
+    frame = max(1, rate // 100)
+    n = wav.shape[0] // frame
+    if n == 0:
+        return 0.0
+    rms = wav[:n * frame].reshape(n, frame).float().pow(2).mean(dim=1).sqrt()
+    loud = float(rms.max())
+    if loud <= 0:
+        return 0.0
+    above = (rms >= loud * 10 ** (-ONSET_DB / 20)).nonzero()
+    return float(above[0, 0]) * frame / rate if above.numel() else 0.0
 
 
 class TokenCounter:
@@ -94,12 +112,15 @@ class StreamWorker(CellWorker):
         loaded = load_streaming_model(self.cfg, self.device)
         self.asr, self.rate = loaded.model, loaded.sample_rate
         s, cap = self.cfg.streaming, self.cfg.capacity
-        check_allowed(trained_ranges(self.asr.hparams), self.cfg.model.name,
-                      set(s.chunk_sizes) | ({cap.chunk_size} if cap else set()),
-                      set(s.left_context_chunks) | ({cap.left_context_chunks} if cap else set()))
+        ranges = trained_ranges(self.asr.hparams)
+        check_allowed(ranges, self.cfg.model.name, s.chunk_sizes, s.left_context_chunks)
+        if cap is not None:
+            check_allowed(ranges, self.cfg.model.name, cap.chunk_size, cap.left_context_chunks,
+                          chunk_key="capacity.chunk_size", left_key="capacity.left_context_chunks")
         example = load_example(s.audio, self.rate) if s.audio else None
         self.wav = (example if s.audio_s is None else
                     make_batch(s.audio_s, 1, self.rate, seed=self.cfg.preamble.seed, example=example).wavs[0])
+        self.onset_s = speech_onset_s(self.wav, self.rate)
         self.tokens = TokenCounter(self.asr)
         return {"sample_rate": self.rate, "load_s": time.perf_counter() - t0}
 
@@ -129,13 +150,16 @@ class StreamWorker(CellWorker):
         per_stream = math.ceil(self.wav.shape[0] / samples) + flush
         return DynChunkTrainConfig(chunk_size, per_stream if left == UNLIMITED else left), samples, flush
 
-    def feeder(self, config: Any, samples: int, streams: int) -> Callable[[int, int, int], str]:
-        """``transcribe(stream, first, length)`` for :func:`~sbprof.stream.session.serve`: inputs made before."""
+    def feeder(self, config: Any, samples: int, sessions: Any) -> Tuple[Callable[[int, int, int], str],
+                                                                          Callable[[int], Optional[int]]]:
+        """``transcribe(stream, first, length)`` and ``close(stream)`` for :func:`~sbprof.stream.session.serve`:
+        inputs and one streaming context per session made before (outside the clock); ``close`` measures the bytes
+        of a session's context and lets it go."""
         wav = self.wav.to(self.device)
         zeros = torch.zeros(1, samples, device=self.device)
         pieces = {(first, min(samples, wav.shape[0] - first)): wav[first:first + samples].unsqueeze(0)
                   for first in range(0, wav.shape[0], samples)}  # made now, outside the clock
-        contexts = [self.asr.make_streaming_context(config) for _ in range(streams)]
+        contexts = {s: self.asr.make_streaming_context(config) for s in sessions}
         cuda = self.device.startswith("cuda")
 
         def transcribe(stream: int, first: int, length: int) -> str:
@@ -144,12 +168,16 @@ class StreamWorker(CellWorker):
                 torch.cuda.synchronize(self.device)
             return words[0]
 
-        return transcribe
+        def close(stream: int) -> Optional[int]:
+            context = contexts.pop(stream, None)
+            return None if context is None else context_bytes(context)
+
+        return transcribe, close
 
     def warm(self, chunk_size: int, left: int) -> None:
         """``warmup`` chunks from the utterance's start on a throw-away stream, unmeasured."""
         config, samples, _ = self.dyn_config(chunk_size, left)
-        feed, n = self.feeder(config, samples, 1), self.wav.shape[0]
+        (feed, _), n = self.feeder(config, samples, [0]), self.wav.shape[0]
         starts = range(0, n, samples)
         for k in range(self.cfg.preamble.warmup):
             first = starts[k % len(starts)]
@@ -161,14 +189,20 @@ class StreamWorker(CellWorker):
         config, samples, flush = self.dyn_config(chunk_size, left)
         memory = self.memory_reader()
         total = Served()
+        offset = 0
         for p in range(passes):
-            served = serve(schedule(self.wav.shape[0], samples, flush, streams, self.rate),
-                           self.feeder(config, samples, streams), max_backlog_s=self.cfg.streaming.max_backlog_s,
-                           tokens=self.tokens.take, memory=memory)
+            chunks = schedule(self.wav.shape[0], samples, flush, streams, self.rate,
+                              traffic=self.cfg.streaming.traffic, seed=self.cfg.preamble.seed + p)
+            sessions = sorted({c.stream for c in chunks})
+            transcribe, close = self.feeder(config, samples, sessions)
+            served = serve(chunks, transcribe, max_backlog_s=self.cfg.streaming.max_backlog_s,
+                           tokens=self.tokens.take, memory=memory, close=close)
             total.unserved += served.unserved
             for name, values in served.columns().items():
-                getattr(total, name).extend(v + p * streams if name == "stream" else v for v in values)
-            total.texts.update({k + p * streams: v for k, v in served.texts.items()})
+                getattr(total, name).extend(v + offset if name == "stream" else v for v in values)
+            total.texts.update({k + offset: v for k, v in served.texts.items()})
+            total.state_bytes.update({k + offset: v for k, v in served.state_bytes.items()})
+            offset += len(sessions)
         return total, samples, flush
 
     def memory_reader(self) -> Callable[[], int]:
@@ -205,6 +239,10 @@ class StreamWorker(CellWorker):
             extra={"chunks": served.columns(), "chunk_samples": samples, "sample_rate": self.rate,
                    "flush_chunks": flush, "right_context_samples": right_context_samples(self.asr),
                    "unserved_chunks": served.unserved, "max_backlog_s": self.cfg.streaming.max_backlog_s,
+                   "traffic": self.cfg.streaming.traffic, "speech_onset_s": self.onset_s,
+                   "state_bytes": {str(k): v for k, v in served.state_bytes.items()},
+                   "reference_ends_s": (None if self.cfg.streaming.alignment is None
+                                        else list(self.cfg.streaming.alignment)),
                    "transcript": served.texts.get(0, "")})
 
     def offline(self, cell: Cell, item: Dict[str, Any]) -> Measurement:
@@ -229,24 +267,28 @@ class StreamWorker(CellWorker):
         probes: List[Dict[str, Any]] = []
         estimate: Optional[int] = None
         samples = chunk_samples(self.asr, p["chunk_size"])
+        target_s = p["p99_delay_ms"] / 1e3 if p.get("p99_delay_ms") else samples / self.rate
+        states: Dict[str, int] = {}
         while True:
             n = next_probe(verdicts, estimate, p["max_streams"])
             if n is None:
                 break
             self.warm(p["chunk_size"], p["left_context_chunks"])
             served, _, _ = self.session(p["chunk_size"], p["left_context_chunks"], n, 1)
-            compute = served.compute_s
-            margin = realtime_margin(compute, n, samples / self.rate)
-            verdicts[n] = real_time(compute, n, samples / self.rate, served.unserved)
-            estimate = math.floor(n * margin)
-            probes.append({"streams": n, "compute_s": compute, "unserved_chunks": served.unserved,
-                           "delay_s": [e - a for e, a in zip(served.end_s, served.arrival_s)]})
+            columns = served.columns()
+            verdicts[n] = within_target(columns, target_s, served.unserved).passed
+            estimate = capacity_estimate(columns, n)
+            probes.append({"streams": n, "unserved_chunks": served.unserved, "chunks": columns})
+            states.update({f"{n}:{k}": v for k, v in served.state_bytes.items()})
         found = capacity(verdicts)
         best = next(pr for pr in probes if pr["streams"] == (found or 1))
-        return Measurement(label=item["label"], cell=cell, warmup=self.cfg.preamble.warmup, wall_s=best["compute_s"],
+        cols = best["chunks"]
+        return Measurement(label=item["label"], cell=cell, warmup=self.cfg.preamble.warmup,
+                           wall_s=[e - s for s, e in zip(cols["start_s"], cols["end_s"])],
                            settings=self.settings(item), env=collect_env(),
                            extra={"probes": probes, "capacity": found, "chunk_samples": samples,
-                                  "sample_rate": self.rate})
+                                  "sample_rate": self.rate, "target_s": target_s, "state_bytes": states,
+                                  "traffic": self.cfg.streaming.traffic})
 
     def release(self) -> None:
         release_memory(self.device)

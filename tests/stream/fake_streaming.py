@@ -3,17 +3,21 @@
 ``FakeStreamingASR`` is a genuine ``speechbrain.inference.interfaces.Pretrained``
 loaded by dotted path (``stream.fake_streaming.FakeStreamingASR``, with
 ``tests/`` on ``PYTHONPATH``: see ``fake_interfaces.use_test_environment``)
-through ``from_hparams``, as the stream job loads any model. Each
-``transcribe_chunk`` spins on ``time.perf_counter`` for ``compute_s``
-seconds, whatever the chunk holds, then emits one token through
+through ``from_hparams``, as the stream job loads any model. The k-th
+``transcribe_chunk`` on a context spins on ``time.perf_counter`` for
+``compute_s x pattern[k % len(pattern)]`` seconds (``pattern`` [1] unless
+told), whatever the chunk holds, then emits one token through
 ``decode_chunk``; a chunk of ``chunk_size`` frames holds
-``frame_samples * chunk_size`` samples.
+``frame_samples * chunk_size`` samples. Its context holds one float32 tensor of
+``state_floats`` values (``4 x state_floats`` bytes of state per stream).
+With ``final_chunks`` set, a feature extractor states how many zero chunks
+flush a stream (1 without one, as for a model with look-ahead).
 """
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from speechbrain.inference.interfaces import Pretrained
@@ -21,12 +25,31 @@ from speechbrain.inference.interfaces import Pretrained
 RATE = 16000
 
 
-def write_fake_model(folder: Path, compute_s: float, frame_samples: int = 160, trained: Optional[str] = None) -> Path:
+class FakeExtractor:
+    """What ``sbprof.models.streaming`` reads of a feature extractor: flush chunks and look-ahead."""
+
+    def __init__(self, final_chunks: int = 1, padding: int = 0):
+        self.final_chunks, self.padding = final_chunks, padding
+
+    def get_recommended_final_chunk_count(self, chunk_samples: int) -> int:
+        return self.final_chunks
+
+    def get_required_padding(self) -> int:
+        return self.padding
+
+
+def write_fake_model(folder: Path, compute_s: float, frame_samples: int = 160, trained: Optional[str] = None,
+                     pattern: Optional[Sequence[float]] = None, state_floats: int = 0,
+                     final_chunks: Optional[int] = None) -> Path:
     """A folder ``from_hparams`` loads as :class:`FakeStreamingASR`; ``trained`` adds a
     ``dynchunktrain_config_sampler`` with these ``key: value`` pairs (the ranges the model states)."""
     folder.mkdir(parents=True, exist_ok=True)
-    lines = [f"sample_rate: {RATE}", f"compute_s: {compute_s}", f"frame_samples: {frame_samples}", "modules: {}",
+    lines = [f"sample_rate: {RATE}", f"compute_s: {compute_s}", f"frame_samples: {frame_samples}",
+             f"pattern: {list(pattern or [1.0])}", f"state_floats: {state_floats}", "modules: {}",
              "pretrainer: !new:speechbrain.utils.parameter_transfer.Pretrainer", "    loadables: {}"]
+    if final_chunks is not None:
+        lines += ["fea_streaming_extractor: !new:stream.fake_streaming.FakeExtractor",
+                  f"    final_chunks: {final_chunks}"]
     if trained:
         lines += ["dynchunktrain_config_sampler: !new:speechbrain.utils.dynamic_chunk_training."
                   "DynChunkTrainConfigRandomSampler"] + [f"    {pair}" for pair in trained.split(", ")]
@@ -41,13 +64,13 @@ def spin(seconds: float) -> None:
 
 
 class FakeStreamingASR(Pretrained):
-    """Streams like ``StreamingASR`` (see the module docstring): known cost, one token per chunk."""
+    """Streams like ``StreamingASR`` (see the module docstring): known cost, one token per chunk, known state."""
 
     def get_chunk_size_frames(self, config: Any) -> int:
         return self.hparams.frame_samples * config.chunk_size
 
     def make_streaming_context(self, config: Any) -> Dict[str, Any]:
-        return {"config": config, "chunks": 0}
+        return {"config": config, "chunks": 0, "cache": torch.zeros(int(self.hparams.state_floats))}
 
     def decode_chunk(self, context: Dict[str, Any], x: torch.Tensor) -> Tuple[List[str], List[List[int]]]:
         context["chunks"] += 1
@@ -55,6 +78,7 @@ class FakeStreamingASR(Pretrained):
 
     def transcribe_chunk(self, context: Dict[str, Any], chunk: torch.Tensor, chunk_len: Any = None) -> List[str]:
         assert chunk.shape[-1] <= self.get_chunk_size_frames(context["config"])
-        spin(self.hparams.compute_s)
+        pattern = self.hparams.pattern
+        spin(self.hparams.compute_s * pattern[context["chunks"] % len(pattern)])
         words, _ = self.decode_chunk(context, chunk)
         return words
