@@ -16,15 +16,25 @@ Definitions (the report states them beside each table):
 - step time: wall-clock time of one profiled step on a rank;
 - wait: a step's communication time on a rank minus the smallest over ranks
   for that step (the fastest rank's is the collective itself; the rest is
-  time spent waiting for the others);
+  time spent waiting for the others); at a step where some rank has no
+  communication figure (it died before its recording was read), the rank's
+  own fastest collective stands for the collective, and the wait is marked
+  estimated;
 - busy: step time minus wait (the rank's own work); the slowest rank has the
   longest median busy time; imbalance = its median busy time / the median
   rank's (with an even count, the lower middle rank: with two ranks, the
-  other one), so a straggler that is S seconds slower reads S above 1 x the
-  median rank's time;
-- communication share: communication time / step time, summed over steps;
-- between steps: time from a step's end to the next one's start (data
-  loading and the training loop's own work); its share is of step + between;
+  other one);
+- straggler cost: what the slowest rank costs the job, the step time saved
+  if it ran at the median rank's pace: per step every rank reported, its
+  busy time minus the longest busy time of the other ranks (never below 0),
+  median over those steps. With two ranks it is the difference of the two
+  ranks' busy times step by step;
+- a share is always the ratio of the two medians printed beside it: a rank's
+  communication share = its median communication / its median step time
+  (wait alike); between steps = median between / (median step + median
+  between); a section's share = the median over ranks of the numerator /
+  the median over ranks of the step time. A figure from fewer ranks than the
+  world names them;
 - throughput: utterances (audio seconds) of every rank over the steps every
   rank reported, divided by the sum of those steps' longest time over ranks.
 
@@ -51,6 +61,10 @@ class StepTotals:
     """Per step index of one section, over the ranks fed so far (pass 1)."""
 
     min_comm: Dict[int, float] = field(default_factory=dict)
+    comm_ranks: Dict[int, int] = field(default_factory=dict)  # ranks with a communication figure per step
+    busy_top: Dict[int, Tuple[float, int, float]] = field(default_factory=dict)  # pass 2: (longest, its rank, next)
+    empty: List[Tuple[int, int, Optional[int]]] = field(default_factory=list)  # ranks with 0 reported steps
+    schedule: Optional[str] = None
     max_wall: Dict[int, float] = field(default_factory=dict)
     ranks: Dict[int, int] = field(default_factory=dict)
     utterances: Dict[int, float] = field(default_factory=dict)
@@ -78,6 +92,7 @@ class RankRow:
     peak_kind: str
     ended: str
     last_step: Optional[int]
+    wait_estimated: bool = False  # some steps lacked another rank's communication (see add_rank)
 
 
 @dataclass(frozen=True)
@@ -134,6 +149,14 @@ class SectionSummary:
     peak: Optional[RankRow]
     throughput: Optional[Throughput]
     step_s: Optional[float] = None
+    comm_s: Optional[float] = None
+    between_s: Optional[float] = None
+    comm_ranks: List[int] = field(default_factory=list)
+    wait_ranks: List[int] = field(default_factory=list)
+    between_ranks: List[int] = field(default_factory=list)
+    straggler_cost: Optional["StragglerCost"] = None
+    empty: List[Tuple[int, int, Optional[int]]] = field(default_factory=list)  # (rank, steps taken, last index)
+    schedule: Optional[str] = None
 
 
 def _rank_extra(m: Measurement) -> Dict[str, Any]:
@@ -199,11 +222,13 @@ class RunAnalysis:
     def add_steps(self, m: Measurement) -> None:
         """Pass 1: one rank's record of one section."""
         totals = self.totals.setdefault(section_of(m), StepTotals())
+        totals.schedule = totals.schedule or m.settings.get("schedule")
         steps = _rank_extra(m).get("steps") or list(range(len(m.wall_s)))
         utterances, audio = m.extra.get("utterances_per_step"), m.extra.get("audio_s_per_step")
         for i, (index, wall, comm) in enumerate(zip(steps, m.wall_s, _per_step(m, "comm_s"))):
             if comm is not None:
                 totals.min_comm[index] = min(comm, totals.min_comm.get(index, comm))
+                totals.comm_ranks[index] = totals.comm_ranks.get(index, 0) + 1
             totals.max_wall[index] = max(wall, totals.max_wall.get(index, wall))
             totals.ranks[index] = totals.ranks.get(index, 0) + 1
             if utterances is not None and i < len(utterances):
@@ -211,31 +236,51 @@ class RunAnalysis:
             if audio is not None and i < len(audio):
                 totals.audio_s[index] = totals.audio_s.get(index, 0.0) + audio[i]
 
-    def add_rank(self, m: Measurement) -> RankRow:
-        """Pass 2: one rank's row of one section (every rank of the section fed to pass 1 first)."""
-        totals = self.totals.get(section_of(m), StepTotals())
+    def add_rank(self, m: Measurement) -> Optional[RankRow]:
+        """Pass 2: one rank's row of one section (every rank of the section fed to pass 1 first).
+
+        A record with no reported step gives no row: the section says how many steps that rank took.
+        """
+        totals = self.totals.setdefault(section_of(m), StepTotals())
+        world = _world(m)
+        rank = int(m.cell.rank if m.cell.rank is not None else world.get("rank", 0))
+        if not m.wall_s:
+            totals.empty.append((rank, int(m.warmup or 0), _rank_extra(m).get("last_step")))
+            return None
         steps = _rank_extra(m).get("steps") or list(range(len(m.wall_s)))
         comm, between = _per_step(m, "comm_s"), _per_step(m, "gap_s")
-        wait = [None if c is None or i not in totals.min_comm else max(0.0, c - totals.min_comm[i])
-                for i, c in zip(steps, comm)]
+        # A step without every rank's communication (a rank died before its recording was read): the rank's own
+        # fastest collective stands for the collective itself (the row says its wait is estimated so).
+        own_min = min((c for c in comm if c is not None), default=None)
+        estimated = any(c is not None and totals.comm_ranks.get(i, 0) < self.world_size for i, c in zip(steps, comm))
+        wait = [None if c is None or self.world_size < 2 else max(0.0, c - (
+            totals.min_comm[i] if totals.comm_ranks.get(i, 0) >= self.world_size else min(totals.min_comm[i], own_min)))
+            for i, c in zip(steps, comm)]
         busy = [w - (x or 0.0) for w, x in zip(m.wall_s, wait)]
-        total = sum(m.wall_s)
+        for index, b in zip(steps, busy):
+            top = totals.busy_top.get(index)
+            if top is None:
+                totals.busy_top[index] = (b, rank, -1.0)
+            elif b > top[0]:
+                totals.busy_top[index] = (b, rank, top[0])
+            else:
+                totals.busy_top[index] = (top[0], top[1], max(top[2], b))
+        step_median = statistics.median(m.wall_s)
         known_wait = [x for x in wait if x is not None]
         known_between = [g for g in between if g is not None]
-        comm_known = [c for c in comm if c is not None]
-        between_total = _sum(between)
+        comm_known = [c for c in comm if c is not None] if self.world_size > 1 else []  # one rank: no peer
+        comm_median = statistics.median(comm_known) if comm_known else None
+        wait_median = statistics.median(known_wait) if known_wait else None
+        between_median = statistics.median(known_between) if known_between else None
         peak, kind = _peak(m)
-        world = _world(m)
         row = RankRow(
-            rank=int(m.cell.rank if m.cell.rank is not None else world.get("rank", 0)),
-            host=str(world.get("host", "")), node_rank=int(world.get("node_rank", 0)),
-            local_rank=int(world.get("local_rank", 0)), steps=len(m.wall_s), step=summarise(m.wall_s),
-            busy=summarise(busy), comm_s=statistics.median(comm_known) if comm_known else None,
-            comm_share=_share(_sum(comm), total), wait_s=statistics.median(known_wait) if known_wait else None,
-            wait_share=_share(_sum(wait), total),
-            between_s=statistics.median(known_between) if known_between else None,
-            between_share=_share(between_total, total + (between_total or 0.0)), peak_bytes=peak, peak_kind=kind,
-            ended=str(_rank_extra(m).get("end", "")), last_step=_rank_extra(m).get("last_step"))
+            rank=rank, host=str(world.get("host", "")), node_rank=int(world.get("node_rank") or 0),
+            local_rank=int(world.get("local_rank") or 0), steps=len(m.wall_s), step=summarise(m.wall_s),
+            busy=summarise(busy), comm_s=comm_median, comm_share=_share(comm_median, step_median),
+            wait_s=wait_median, wait_share=_share(wait_median, step_median), between_s=between_median,
+            between_share=_share(between_median, step_median + (between_median or 0.0)), peak_bytes=peak,
+            peak_kind=kind, ended=str(_rank_extra(m).get("end", "")), last_step=_rank_extra(m).get("last_step"),
+            wait_estimated=estimated and wait_median is not None)
         self.rows.setdefault(section_of(m), []).append(row)
         return row
 
@@ -247,24 +292,58 @@ class RunAnalysis:
         return [self._section(key, sorted(self.rows.get(key, []), key=lambda r: r.rank)) for key in self.totals]
 
     def _section(self, key: str, rows: List[RankRow]) -> SectionSummary:
+        totals = self.totals[key]
         if not rows:
             return SectionSummary(key, self.world_size, [], [], [], None, None, None, None, None, None, None, None,
-                                  None)
+                                  None, empty=sorted(totals.empty), schedule=totals.schedule)
         slowest = max(rows, key=lambda r: r.busy.median)
         median_busy = statistics.median_low([r.busy.median for r in rows])
+        step_s = statistics.median(r.step.median for r in rows)
         waiting = [r for r in rows if r.wait_s is not None]
-        shares = [r.comm_share for r in rows if r.comm_share is not None]
-        between = [r.between_share for r in rows if r.between_share is not None]
+        comm = [r for r in rows if r.comm_s is not None]
+        between = [r for r in rows if r.between_s is not None]
         peaks = [r for r in rows if r.peak_bytes is not None]
+        comm_s = statistics.median(r.comm_s for r in comm) if comm else None
+        comm_step = statistics.median(r.step.median for r in comm) if comm else None
+        between_s = statistics.median(r.between_s for r in between) if between else None
+        between_step = statistics.median(r.step.median for r in between) if between else None
         return SectionSummary(
             key=key, world_size=self.world_size, rows=rows, shown=shown_rows(rows), hosts=host_rows(rows),
             slowest=slowest, median_busy_s=median_busy,
             imbalance=slowest.busy.median / median_busy if median_busy > 0 else None,
-            excess_s=slowest.busy.median - median_busy, comm_share=statistics.median(shares) if shares else None,
+            excess_s=slowest.busy.median - median_busy,
+            comm_share=None if comm_s is None else _share(comm_s, comm_step or 0.0),
             most_waiting=max(waiting, key=lambda r: r.wait_s) if waiting else None,
-            between_share=statistics.median(between) if between else None,
+            between_share=None if between_s is None else _share(between_s, (between_step or 0.0) + between_s),
             peak=max(peaks, key=lambda r: r.peak_bytes) if peaks else None,
-            throughput=throughput(self.totals[key], len(rows)), step_s=statistics.median(r.step.median for r in rows))
+            throughput=throughput(totals, len(rows)), step_s=step_s, comm_s=comm_s, between_s=between_s,
+            comm_ranks=[r.rank for r in comm], wait_ranks=[r.rank for r in waiting],
+            between_ranks=[r.rank for r in between], straggler_cost=straggler_cost(totals, slowest.rank, len(rows),
+                                                                                  self.world_size),
+            empty=sorted(totals.empty), schedule=totals.schedule)
+
+
+def straggler_cost(totals: StepTotals, straggler: int, ranks: int, world_size: int) -> Optional["StragglerCost"]:
+    """The step time saved if ``straggler`` ran at the median rank's pace (see the module docstring).
+
+    Per step every rank reported: its busy time minus the longest of the other ranks' (0 when it is not the
+    longest); the median over those steps. ``None`` with fewer than two ranks.
+    """
+    if ranks < 2 or world_size < 2:
+        return None
+    costs = [max(0.0, top - nxt) if who == straggler else 0.0
+             for i, (top, who, nxt) in sorted(totals.busy_top.items()) if totals.ranks.get(i) == ranks]
+    if not costs:
+        return None
+    return StragglerCost(statistics.median(costs), len(costs))
+
+
+@dataclass(frozen=True)
+class StragglerCost:
+    """What the slowest rank costs the job per step (median over the steps every rank reported)."""
+
+    seconds: float
+    steps: int
 
 
 def shown_rows(rows: List[RankRow]) -> List[RankRow]:

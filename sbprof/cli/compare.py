@@ -57,6 +57,11 @@ def merge(argv: List[str], prog: str) -> int:
     args = parser.parse_args(argv)
     if len(args.folders) <= 1 and _holds_runs(args.folders):
         return merge_ranks(args.folders[0] if args.folders else None, args.output)
+    if len(args.folders) == 1:
+        refusal = _what_it_is(args.folders[0])
+        if refusal is not None:
+            error(refusal)
+            return EXIT_CONFIG
     from sbprof.analysis.machines import analyse_machines
     from sbprof.report.machines import write_merged_report
     from sbprof.results import RESULTS_FILE, prepare_output_folder
@@ -91,14 +96,40 @@ def _report(write: Callable[[], Dict[str, Path]], where: Optional[str]) -> int:
     return EXIT_OK
 
 
+ACCEPTS = ("sbprof merge takes one distributed run (its run folder, a folder holding one run, or a working "
+           "directory holding sbprof-ranks/), or two or more results folders (with --output)")
+
+
 def _holds_runs(folders: List[str]) -> bool:
-    """No folder (the default rank folder), or one folder of rank files or of runs."""
+    """No folder (the default rank folder), or one folder of rank files, of runs, or holding ``sbprof-ranks/``."""
     from sbprof.distributed.merge import holds_ranks, runs_in
+    from sbprof.distributed.world import DEFAULT_FOLDER
 
     if not folders:
         return True
     folder = Path(folders[0])
-    return folder.is_dir() and (holds_ranks(folder) or bool(runs_in(folder)))
+    try:
+        return folder.is_dir() and (holds_ranks(folder) or bool(runs_in(folder)) or (folder / DEFAULT_FOLDER).is_dir())
+    except OSError:
+        return False
+
+
+def _what_it_is(argument: str) -> Optional[str]:
+    """Why one argument that is no distributed run cannot be merged (one line), or ``None`` for a results folder."""
+    from sbprof.results import RESULTS_FILE
+
+    path = Path(argument)
+    if path.name.startswith("rank") and path.name.endswith(".jsonl"):
+        return (f"{argument} is one rank's file: give the run folder that holds it ({path.parent}) to merge every "
+                f"rank of that run; {ACCEPTS}")
+    try:
+        if path.is_dir() and not (path / RESULTS_FILE).is_file():
+            return f"{argument} holds no rank files (rank*.jsonl), no run folder and no {RESULTS_FILE}; {ACCEPTS}"
+        if not path.exists() and not path.is_symlink():
+            return f"{argument}: no such folder; {ACCEPTS}"
+    except OSError as exc:
+        return f"{argument}: cannot be read ({exc.strerror or exc}); {ACCEPTS}"
+    return None
 
 
 def merge_ranks(folder: Optional[str], output: Optional[str]) -> int:
@@ -111,7 +142,13 @@ def merge_ranks(folder: Optional[str], output: Optional[str]) -> int:
 
     def write() -> Dict[str, Path]:
         run_folder = find_run(folder)
-        merged.append(merge_run(run_folder))
+        try:
+            merged.append(merge_run(run_folder))
+        except (ValueError, KeyError, TypeError) as exc:  # a hand-edited or foreign line: bad input, one line
+            if isinstance(exc, SbprofError):
+                raise
+            raise ConfigError(f"{run_folder}: a rank file holds what this sbprof cannot read "
+                              f"({type(exc).__name__}: {exc})") from None
         return write_run_report(merged[0], prepare_output_folder(output or str(run_folder), "--output"))
 
     code = _report(write, output or folder)
@@ -119,13 +156,18 @@ def merge_ranks(folder: Optional[str], output: Optional[str]) -> int:
         return code
     summary = merged[0]
     if not summary.complete:
-        gone = ", ".join(f"rank {m.rank} (last seen at step {m.last_step})" for m in summary.missing)
-        early = ", ".join(f"rank {r.rank} ({r.ended})" for r in summary.stopped_early)
+        gone = ", ".join(f"rank {m.rank} ({_last_step(m.last_step)}; {m.why})" for m in summary.missing)
+        early = ", ".join(f"rank {r.rank} ({r.ended}; {_last_step(r.last_step)})" for r in summary.stopped_early)
         error(f"run {summary.run_id} is incomplete: " + "; ".join(p for p in (f"missing {gone}" if gone else "",
                                                                             f"stopped early {early}" if early else "")
                                                                    if p))
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _last_step(index: Optional[int]) -> str:
+    """Where a rank stopped, counting steps from 1 as the report does."""
+    return "no step ended" if index is None else f"last step ended: {index + 1}, counting from 1"
 
 
 def gate(argv: List[str], prog: str) -> int:

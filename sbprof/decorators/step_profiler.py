@@ -8,6 +8,14 @@ validation batches that were not selected, the user's own code between calls)
 stays in the trace but not in the figures: :meth:`StepProfiler.events` keeps
 only what ran inside the selected steps.
 
+With a schedule, each Brain stage (``train``, ``valid``, ``test``) counts
+its own steps against its own copy of the schedule: ``fit`` records its
+training steps 4-8 (counting from 1, with the defaults) and ``evaluate``
+its test steps 4-8, whatever ran before. One torch recording serves them
+all: it runs while any stage is inside a cycle, and each step's label says
+whether its stage's schedule reports it. Other step names (functions,
+pretrained interfaces) share one count.
+
 With a schedule, torch records nothing during a cycle's warm-up, so the first
 recorded step would free blocks of unknown size (gradients freed by
 ``opt.zero_grad()`` at the top of a step were allocated in the step before):
@@ -18,6 +26,8 @@ figure (:class:`LeadInSchedule`).
 from __future__ import annotations
 
 import contextlib
+import sys
+import threading
 import time
 import warnings
 from collections import defaultdict
@@ -38,6 +48,19 @@ BRAIN_STAGES = ("train", "valid", "test")
 # evaluation: fit's validation batches are left out unless asked for.
 DEFAULT_BRAIN_STAGES = ("train", "test")
 REPORTED_ACTIONS = (tprof.ProfilerAction.RECORD, tprof.ProfilerAction.RECORD_AND_SAVE)
+SHARED_KEY = "*"  # the schedule count of every step that is not a Brain stage
+PAUSE_NOTICE_S = 0.2  # a mid-run post-processing pause longer than this is said on the console
+
+
+def schedule_key(step: str) -> str:
+    """Which schedule count a step advances: its own for a Brain stage, one shared count otherwise.
+
+    Example
+    -------
+    >>> schedule_key("test"), schedule_key("transcribe_batch")
+    ('test', '*')
+    """
+    return step if step in BRAIN_STAGES else SHARED_KEY
 
 
 class LeadInSchedule:
@@ -95,6 +118,10 @@ class _OpenStep:
 
     name: str
     label: Any = None
+    index: int = 0  # the step's index in its stage's count (from 0)
+    reported: bool = True  # whether its stage's schedule reports it
+    action: Any = None
+    marker: Any = None  # torch's own ``ProfilerStep#N`` label, on a scheduled profiler's recorded steps
     wall0: float = 0.0
     cpu0: float = 0.0
     stepped_inside: bool = False
@@ -149,11 +176,19 @@ class StepProfiler(tprof.profile):
         self.running = False
         self.hook_depth = 0
         self.owns_steps = False  # set when hooks step it: outside step() calls are then ignored
+        self.step_num = 0  # selected steps taken, every stage together
+        self.stage_steps: Dict[str, int] = defaultdict(int)  # selected steps taken per schedule count
         self.step_wall_s: Dict[str, List[float]] = defaultdict(list)
         self.step_cpu_s: Dict[str, List[float]] = defaultdict(list)
+        self.step_items: Optional[int] = None  # set by a hook before a step: utterances in its batch
+        self.lock = threading.RLock()  # calls from several threads run one after the other
         self._open: List[_OpenStep] = []  # the steps now running, innermost last
         self._sessions: List[Any] = []
         self._views: List[SessionView] = []
+        self._recording = False  # a scheduled profiler's torch recording is on
+        self.stopping = False  # inside stop_trace (reading the recording)
+        self._open_cycles: Dict[str, List[int]] = {}  # schedule counts inside a cycle: their recorded steps
+        self.pauses: List[float] = []  # seconds each mid-run end of a recording held the run
         # Under torchrun, the rank file's section of the profiled target (sbprof.distributed.recorder).
         self.rank_section: Any = None
         self.rank_views_read = 0
@@ -168,24 +203,71 @@ class StepProfiler(tprof.profile):
 
     # ------------------------------------------------------------ sessions
 
+    def _warn_if_another(self) -> None:
+        if torch.autograd._profiler_enabled():
+            # Kineto runs one session per process: starting ours cancels the other.
+            warnings.warn("another torch profiler is already running in this process; starting this "
+                          "one stops its recording (profile one thing at a time)", stacklevel=3)
+
     def start(self) -> None:
-        """Start a session; a no-op while one is running."""
+        """Start a session; a no-op while one is running.
+
+        Without a schedule, torch records from now on; with one, torch records
+        only while a stage is inside a cycle (started at that stage's step).
+        """
         if self.running:
             return
-        if not self.timing_only:
-            if torch.autograd._profiler_enabled():
-                # Kineto runs one session per process: starting ours cancels the other.
-                warnings.warn("another torch profiler is already running in this process; starting this "
-                              "one stops its recording (profile one thing at a time)", stacklevel=2)
+        if not self.timing_only and not self.has_schedule:
+            self._warn_if_another()
             super().start()
         self.running = True
 
     def stop(self) -> None:
         """Stop the running session (events so far are kept); a no-op otherwise."""
         if self.running:
-            if not self.timing_only:
-                super().stop()
+            if self.has_schedule:
+                self._stop_recording(final=True)
+            elif not self.timing_only:
+                self.stopping = True
+                try:
+                    super().stop()
+                finally:
+                    self.stopping = False
+                if self.rank_section is not None:
+                    self.rank_section.stop_finished()
             self.running = False
+
+    def _start_recording(self) -> None:
+        if self._recording or self.timing_only:
+            return
+        self._warn_if_another()
+        self.prepare_trace()
+        self.start_trace()
+        self._recording = True
+
+    def _stop_recording(self, final: bool) -> None:
+        """End the torch recording (a session is kept, the trace handler called); a mid-run pause is said."""
+        cycles, self._open_cycles = self._open_cycles, {}
+        if not self._recording:
+            return
+        t0 = time.perf_counter()
+        self.stopping = True  # a signal handler arriving now must not read this recording half-read
+        try:
+            self.stop_trace()
+            self._recording = False
+            self._trace_ready()
+        finally:
+            self.stopping = False
+        if self.rank_section is not None:
+            self.rank_section.stop_finished()
+        pause = time.perf_counter() - t0
+        if not final:
+            self.pauses.append(pause)
+            if pause > PAUSE_NOTICE_S:
+                steps = "; ".join(f"{'steps' if k == SHARED_KEY else k + ' steps'} "
+                                  f"{min(v) + 1}-{max(v) + 1}" for k, v in cycles.items() if v)
+                print(f"sbprof: the profiler read its recording ({steps or 'a cycle'}; steps counted from 1) in "
+                      f"{pause:.2f} s: the run paused meanwhile, outside every step's figures", file=sys.stderr)
 
     def prepare_trace(self) -> None:
         # The previous recording is already kept in _sessions: start a fresh one.
@@ -212,22 +294,51 @@ class StepProfiler(tprof.profile):
         if self.owns_steps:
             return
         if not self._open:
-            self._advance()
+            self._advance(None)
             return
         running = self._open[-1]
         self._end(running, counted=True)
         running.stepped_inside = True  # so the call's end is not a step
         self._begin(running)
 
-    def _advance(self) -> None:
-        if self.timing_only:
-            self.step_num += 1
-        else:
-            super().step()
+    def _advance(self, running: Optional[_OpenStep]) -> None:
+        """One more step of ``running``'s schedule count (``None``: a bare ``step()`` of the shared count)."""
+        key = SHARED_KEY if running is None else schedule_key(running.name)
+        self.stage_steps[key] += 1
+        self.step_num += 1
+        if not self.has_schedule:
+            return
+        if running is None:  # a bare step(): torch's own semantics, the next step's action decides
+            needed = self.schedule(self.stage_steps[key]) in REPORTED_ACTIONS
+            if needed and self.running:
+                self._start_recording()
+                self._open_cycles.setdefault(key, [])
+            elif not needed:
+                self._open_cycles.pop(key, None)
+        elif running.action == tprof.ProfilerAction.RECORD_AND_SAVE:
+            self._open_cycles.pop(key, None)  # this stage's cycle ended
+        if self._recording and not self._open_cycles:
+            self._stop_recording(final=False)
 
     def _begin(self, running: _OpenStep) -> None:
         """Open a step's label (a warm-up label when the schedule leaves it out) and start its clocks."""
-        left_out = self.has_schedule and self.selects(running.name) and not self.schedule.reports(self.step_num)
+        selected = self.selects(running.name)
+        key = schedule_key(running.name)
+        running.index = self.stage_steps.get(key, 0)
+        running.reported, running.action = True, None
+        if self.has_schedule and selected:
+            running.action = self.schedule(running.index)
+            running.reported = self.schedule.reports(running.index)
+            if running.action in REPORTED_ACTIONS and self.running:
+                self._start_recording()
+                cycle = self._open_cycles.setdefault(key, [])
+                if running.reported:
+                    cycle.append(running.index)
+        left_out = self.has_schedule and selected and not running.reported
+        running.marker = None
+        if self.has_schedule and selected and self._recording:  # as torch marks its steps (TensorBoard's step view)
+            running.marker = tprof.record_function(f"ProfilerStep#{self.step_num}")
+            running.marker.__enter__()
         running.label = tprof.record_function((warmup_label if left_out else step_label)(running.name))
         running.label.__enter__()
         _sync()
@@ -244,13 +355,18 @@ class StepProfiler(tprof.profile):
             with tprof.record_function(DISCARD_LABEL):
                 pass
         running.label.__exit__(None, None, None)
+        if running.marker is not None:
+            running.marker.__exit__(None, None, None)
+            running.marker = None
         if counted and self.selects(running.name):
             self.step_wall_s[running.name].append(elapsed)
             self.step_cpu_s[running.name].append(cpu)
             if self.rank_section is not None:
                 cuda = None if cuda1 is None else running.cuda0.elapsed_time(cuda1) / 1e3
-                self.rank_section.step_ended(self, running.name, running.wall0, elapsed, cpu, cuda)
-            self._advance()
+                self.rank_section.step_ended(self, running.name, running.wall0, elapsed, cpu, cuda,
+                                             index=running.index, reported=running.reported,
+                                             items=self.step_items)
+            self._advance(running)
 
     @contextlib.contextmanager
     def profiled_step(self, step: str) -> Iterator[None]:
@@ -283,14 +399,18 @@ class StepProfiler(tprof.profile):
 
     def _nothing_recorded(self) -> MeasurementError:
         if self.has_schedule:
-            first = next((i for i in range(self.step_num, self.step_num + FIRST_STEPS_SHOWN)
-                          if self.schedule.reports(i)), None)
-            where = "it records no further step" if first is None else f"its first recorded step is step {first + 1}"
+            counts = dict(self.stage_steps) or {SHARED_KEY: 0}
+            parts = []
+            for key, taken in counts.items():
+                first = next((i for i in range(taken, taken + FIRST_STEPS_SHOWN) if self.schedule.reports(i)), None)
+                where = "it records no further step" if first is None else f"its first recorded step is step {first + 1}"
+                parts.append(f"{'' if key == SHARED_KEY else key + ': '}{where}")
             return MeasurementError(
                 f"nothing was profiled yet: no step was recorded in the {self.step_num} step(s) taken, and this "
-                f"schedule ({self.schedule!r}) is still waiting ({where}). Each call of a decorated function, and "
-                "each hooked batch of a Brain or pretrained interface, is one step; a function that loops by itself "
-                "calls sbprof.step() once per iteration")
+                f"schedule ({self.schedule!r}) is still waiting ({'; '.join(parts)}; steps counted from 1, each Brain "
+                "stage counting its own). Each call of a decorated function, and each hooked batch of a Brain or "
+                "pretrained interface, is one step; a function that loops by itself calls sbprof.step() once per "
+                "iteration")
         return MeasurementError("nothing was profiled yet: no profiled call has run")
 
     def events(self, step: Optional[str] = None) -> StepEvents:

@@ -2,7 +2,14 @@
 
 - A function: each call is one step. Without a schedule each call runs under
   a fresh profiler (``function.profiler``); with one, repeated calls are the
-  steps of one profiler that lives across calls.
+  steps of one profiler that lives across calls. Under torchrun an
+  unscheduled function also keeps one profiler and one recording across
+  calls (until its results are read or the rank file closes): starting and
+  stopping torch's profiler around every call would put that cost between
+  the steps, where it would read as the user's data loading.
+- Calls from several threads at once run one after the other (a lock per
+  profiled function or instance, as :func:`sbprof.measure` has): the steps
+  of one profiler never overlap.
 - An instance (``Brain``, pretrained interface, ``nn.Module``): its step
   methods are wrapped in place, each call one step; nested hooked calls
   (``transcribe_batch`` calling ``encode_batch``) count once.
@@ -34,6 +41,7 @@ import functools
 import inspect
 import logging
 import math
+import threading
 from typing import Any, Callable, ContextManager, List, Optional, Tuple
 
 import torch
@@ -140,12 +148,21 @@ def profile_function(func: Callable, options: Options) -> Callable:
     if options.modules is not None and not isinstance(options.modules, ModuleAttribution):
         raise ConfigError(NEEDS_ATTRIBUTION.format(kind="a function"))
 
+    lock = threading.RLock()  # several threads: one call at a time (a recursive call is a nested step)
+    # Under torchrun, one recording across calls even without a schedule (see the module docstring).
+    keep_session = section is not None
+
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with lock:
+            return call(*args, **kwargs)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
         opts: Options = getattr(wrapper, OPTIONS_ATTR)
         prof = wrapper.profiler
         # Scheduled: one profiler for every call, unless the options changed since it was made.
-        if opts.schedule is None or prof is None or made_with[0] != opts.version:
+        reuse = opts.schedule is not None or keep_session
+        if not reuse or prof is None or made_with[0] != opts.version:
             prof = opts.new_profiler()
             prof.modules = opts.modules
             made_with[0] = opts.version
@@ -159,7 +176,7 @@ def profile_function(func: Callable, options: Options) -> Callable:
                 result = func(*args, **kwargs)
         finally:
             ACTIVE.pop()
-            if not prof.has_schedule:
+            if not prof.has_schedule and not keep_session:
                 prof.stop()
                 close_modules(prof)
         return prof if result is None else result
@@ -189,10 +206,20 @@ def _brain_step(name: str, args: tuple, kwargs: dict) -> str:
     return name
 
 
+def _batch_size(args: tuple) -> Optional[int]:
+    """Utterances in a Brain batch (``PaddedBatch.batchsize``), when the batch says."""
+    size = getattr(args[0], "batchsize", None) if args else None
+    return size if isinstance(size, int) and not isinstance(size, bool) else None
+
+
 def _hook_step(prof: StepProfiler, method: Callable, name: str, session: bool, brain: bool,
                sessions: List[str]) -> Callable:
     @functools.wraps(method)
     def hooked(*args: Any, **kwargs: Any) -> Any:
+        with prof.lock:  # several threads: one step at a time
+            return step_call(*args, **kwargs)
+
+    def step_call(*args: Any, **kwargs: Any) -> Any:
         if prof.hook_depth > 0:  # a hooked method called from another one: one step, not two
             return method(*args, **kwargs)
         step = _brain_step(name, args, kwargs) if brain else name
@@ -200,6 +227,7 @@ def _hook_step(prof: StepProfiler, method: Callable, name: str, session: bool, b
             return method(*args, **kwargs)  # e.g. evaluate() inside fit: not a step of fit's session
         prof.hook_depth += 1
         prof.start()
+        prof.step_items = _batch_size(args) if brain else None
         try:
             with prof.profiled_step(step), module_step(prof, step):
                 return method(*args, **kwargs)

@@ -9,8 +9,11 @@ with the ranks (``benchmarks/merge_ranks.py`` measures both).
 
 Nothing is mixed silently: files of one run folder must share the run id
 and world size, no rank may appear twice or lie outside the world. A rank
-without a file, or whose file has no end line (it died, was killed or hung),
-has no figures: it is listed with the step where it was last seen.
+whose file has no end line (it died, was killed or hung) keeps every step
+it wrote: its figures are rebuilt from its step lines (and the
+communication lines of the recordings it finished), and it is listed as
+stopped early, with the step where it was last seen. A rank without a file,
+or with an empty one, has no figures and is listed as missing.
 """
 from __future__ import annotations
 
@@ -44,6 +47,10 @@ def find_run(target: Union[str, Path, None] = None) -> Path:
         raise ConfigError(f"{folder}: no such folder of rank files")
     if holds_ranks(folder):
         return folder
+    if not runs_in(folder) and (folder / DEFAULT_FOLDER).is_dir():  # a working directory: read as the default is
+        folder = folder / DEFAULT_FOLDER
+        if holds_ranks(folder):
+            return folder
     runs = runs_in(folder)
     if len(runs) == 1:
         return runs[0]
@@ -72,6 +79,45 @@ def rank_records(rank: RankFile) -> Dict[str, Measurement]:
     return out
 
 
+DIED = "no end line: it died, was killed or hung (figures from the steps it wrote)"
+
+
+def rebuild_records(rank: RankFile) -> List[Measurement]:
+    """The records of a rank that never wrote them, from its step lines and communication lines.
+
+    Every reported step it wrote counts; a step whose recording had not been read when the rank died has no
+    communication figure (``None``).
+    """
+    from sbprof.record import Cell
+
+    out = []
+    header = rank.header
+    world = {k: header.get(k) for k in ("rank", "local_rank", "world_size", "local_world_size", "node_rank", "host",
+                                        "run_id", "backend")}
+    for section, lines in (rank.steps or {}).items():
+        shown = [line for line in lines if line.get("reported", True)]
+        if not lines:
+            continue
+        comm = (rank.comm or {}).get(section, {})
+        indices = [int(line.get("index", i)) for i, line in enumerate(shown)]
+        utterances = [line.get("utterances") for line in shown]
+        extra: Dict = {"rank": {"section": section, "steps": indices,
+                                "comm_s": [comm.get(i) for i in indices], "gap_s": [line.get("gap_s") for line in shown],
+                                "last_step": int(lines[-1].get("index", len(lines) - 1)), "end": DIED}}
+        if shown and all(isinstance(u, (int, float)) for u in utterances):
+            extra["utterances_per_step"] = [float(u) for u in utterances]
+        cuda = [line.get("cuda_s") for line in shown]
+        out.append(Measurement(
+            label=f"rank {rank.rank}: {section}", cell=Cell(model=section, rank=rank.rank, device="cpu",
+                                                            params={"world_size": header.get("world_size")}),
+            warmup=len(lines) - len(shown), wall_s=[float(line["wall_s"]) for line in shown],
+            cpu_s=[float(line.get("cpu_s", 0.0)) for line in shown],
+            cuda_s=[float(c) for c in cuda] if shown and all(isinstance(c, (int, float)) for c in cuda) else None,
+            settings={"distributed": world, "step": str(lines[-1].get("name", section)), "rebuilt": True},
+            extra=extra))
+    return out
+
+
 def _rank_of_name(path: Path) -> Optional[int]:
     digits = path.stem[len("rank"):]
     return int(digits) if digits.isdigit() else None
@@ -83,7 +129,8 @@ def _read(path: Path) -> Tuple[Optional[RankFile], Optional[MissingRank]]:
     except ConfigError as exc:
         if "empty rank file" not in str(exc) or _rank_of_name(path) is None:
             raise
-        return None, MissingRank(_rank_of_name(path), None, "its file is empty: it stopped before its first step")
+        return None, MissingRank(_rank_of_name(path), None, "its file is empty: it stopped before its first step "
+                                                             "ended")
 
 
 def _check(first: Dict, rank: RankFile, seen: Dict[int, Path]) -> None:
@@ -109,7 +156,8 @@ def merge_run(run_folder: Union[str, Path], gpu_traces: bool = True) -> RunSumma
     ended: List[Path] = []
     missing: List[MissingRank] = []
     analysis: Optional[RunAnalysis] = None
-    for path in paths:  # pass 1: headers checked, per-step figures of the ranks that ended
+    rebuilt: Dict[Path, List[Measurement]] = {}
+    for path in paths:  # pass 1: headers checked, per-step figures of every rank with steps
         rank, empty = _read(path)
         if empty is not None:
             missing.append(empty)
@@ -118,16 +166,28 @@ def merge_run(run_folder: Union[str, Path], gpu_traces: bool = True) -> RunSumma
         _check(first, rank, seen)
         analysis = analysis or RunAnalysis(int(first["world_size"]))
         if rank.end is None:
-            missing.append(MissingRank(rank.rank, rank.last_seen, "no end line: it died, was killed or hung",
-                                       rank.header.get("host", ""), rank.header.get("node_rank")))
-            continue
-        ended.append(path)
-        for m in rank_records(rank).values():
+            records = rebuild_records(read_rank_file(path, steps=True))
+            if not records:
+                missing.append(MissingRank(rank.rank, rank.last_seen, "no end line and no step: it died, was "
+                                           "killed or hung before its first step ended",
+                                           rank.header.get("host", ""), rank.header.get("node_rank")))
+                continue
+            rebuilt[path] = records
+        else:
+            ended.append(path)
+            records = list(rank_records(rank).values())
+        for m in records:
             analysis.add_steps(m)
     if first is None or analysis is None:
         raise ConfigError(f"{run_folder}: every rank file is empty: no rank reached its first step")
-    for path in ended:  # pass 2: one row per rank and section
-        for m in rank_records(read_rank_file(path)).values():
+    for path in paths:  # pass 2: one row per rank and section
+        if path in rebuilt:
+            records = rebuilt.pop(path)
+        elif path in ended:
+            records = list(rank_records(read_rank_file(path)).values())
+        else:
+            continue
+        for m in records:
             analysis.add_rank(m)
     for rank_index in range(analysis.world_size):
         if rank_index not in seen and rank_index not in {m.rank for m in missing}:

@@ -90,6 +90,8 @@ class RankFile:
     last_step: Optional[Dict[str, Any]] = None
     end: Optional[Dict[str, Any]] = None
     torn: bool = False
+    steps: Optional[Dict[str, List[Dict[str, Any]]]] = None  # with ``steps=True``: every step line, by section
+    comm: Optional[Dict[str, Dict[int, float]]] = None  # with ``steps=True``: communication of each reported step
 
     @property
     def rank(self) -> int:
@@ -113,11 +115,13 @@ def _parse(raw: bytes) -> Optional[Dict[str, Any]]:
     return obj if isinstance(obj, dict) and len(obj) == 1 else None
 
 
-def read_rank_file(path: Union[str, Path]) -> RankFile:
+def read_rank_file(path: Union[str, Path], steps: bool = False) -> RankFile:
     """Read one rank file line by line (see the module docstring).
 
     Step lines are only skimmed (the last whole one says where the rank was last seen) and communication
     lines skipped: the records hold the figures, so reading costs little more than the records themselves.
+    With ``steps=True`` every step and communication line is kept too (:attr:`RankFile.steps`,
+    :attr:`RankFile.comm`): the figures of a rank that died before writing its records.
 
     Raises
     ------
@@ -125,15 +129,28 @@ def read_rank_file(path: Union[str, Path]) -> RankFile:
         Not a rank file (no header, another format, a newer version), or a broken line other than a torn last one.
     """
     path = Path(path)
+    keep = steps
     out: Optional[RankFile] = None
-    steps: List[bytes] = []  # the last two step lines (the last may be torn)
-    with open(path, "rb") as f:
+    steps: List[bytes] = []  # type: ignore[no-redef]  # the last two step lines (the last may be torn)
+    all_steps: Dict[str, List[Dict[str, Any]]] = {}
+    comm: Dict[str, Dict[int, float]] = {}
+    with open_regular(path) as f:
         lines = iter(enumerate(f, 1))
         for number, raw in lines:
             if raw.startswith(_STEP) and out is not None:
                 steps = steps[-1:] + [raw]
+                if keep:
+                    parsed = _parse(raw)
+                    if parsed is not None and isinstance(parsed.get("step"), dict):
+                        all_steps.setdefault(str(parsed["step"].get("section")), []).append(parsed["step"])
                 continue
             if raw.startswith(_SKIPPED) and out is not None:
+                if keep:
+                    parsed = _parse(raw)
+                    content = parsed.get("comm") if parsed is not None else None
+                    if isinstance(content, dict) and isinstance(content.get("steps"), dict):
+                        comm.setdefault(str(content.get("section")), {}).update(
+                            {int(k): v for k, v in content["steps"].items() if str(k).isdigit()})
                 continue
             obj = _parse(raw)
             if obj is None:
@@ -162,9 +179,36 @@ def read_rank_file(path: Union[str, Path]) -> RankFile:
             out.last_step = parsed["step"]
             break
     out.torn = out.torn or (bool(steps) and _parse(steps[-1]) is None)
+    if keep:
+        out.steps, out.comm = all_steps, comm
     return out
 
 
+def open_regular(path: Path) -> Any:
+    """``path`` opened for reading in binary, refused in one line unless it is a regular file.
+
+    Raises
+    ------
+    ConfigError
+        A symlink loop, a missing file, a folder, a FIFO or a device: bad input, named.
+    """
+    import os
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        if exc.errno == 40:  # ELOOP
+            raise ConfigError(f"{path}: a symbolic link loop, not a rank file") from None
+        raise ConfigError(f"{path}: cannot read this rank file ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(mode):
+        raise ConfigError(f"{path}: not a regular file (a folder, FIFO or device), so not a rank file")
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read this rank file ({exc.strerror or exc})") from None
+
+
 def rank_files(run_folder: Union[str, Path]) -> List[Path]:
-    """The rank files of a run folder, sorted by rank."""
+    """The rank files of a run folder, sorted by rank (a link that leads nowhere counts: reading it says why)."""
     return sorted(Path(run_folder).glob(GLOB))

@@ -17,12 +17,15 @@ ranks when one fails), or by :func:`finish`. Closing also passes a barrier
 with a timeout through torchrun's store: each rank marks its end; rank 0
 waits for every mark (at most ``$SBPROF_MERGE_TIMEOUT_S``, default 300 s),
 then runs ``sbprof merge`` on the run folder, which names the ranks that
-never ended and where each was last seen.
+never ended and where each was last seen. After SIGTERM, the first stopped
+rank to claim it merges at once, within torchrun's grace period (or prints
+the ``sbprof merge`` command that does).
 """
 from __future__ import annotations
 
 import atexit
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -38,6 +41,10 @@ from sbprof.distributed.world import STORE_PREFIX, World, agree_run_id, backend,
 ENV_MERGE_TIMEOUT = "SBPROF_MERGE_TIMEOUT_S"
 ENV_NO_MERGE = "SBPROF_NO_MERGE"
 DEFAULT_MERGE_TIMEOUT_S = 300.0
+STOPPED_WAIT_S = 5.0
+"""After SIGTERM: how long the merging rank waits for the other stopped ranks to close their files."""
+STOPPED_MERGE_S = 15.0
+"""After SIGTERM: the merge's deadline (torchrun kills the ranks 30 s after its SIGTERM)."""
 _POLL_S = 0.2
 
 
@@ -80,6 +87,7 @@ class RankLog:
         self.backend = backend()
         self.sections: List["RankSection"] = []
         self.closing = False
+        self.sigterm_pending = False
         self.writer = RankWriter(rank_file(self.folder, world.rank), {
             "run_id": self.run_id, **world.to_dict(), "backend": self.backend, "pid": os.getpid(),
             "started_unix": time.time()})
@@ -98,11 +106,22 @@ class RankLog:
     def _at_exit(self) -> None:
         # An uncaught exception ends the interpreter too (sys.last_value): that is no normal end.
         error = getattr(sys, "last_value", None)
-        self.close("exit" if error is None else f"exception: {type(error).__name__}: {error}"[:200])
+        code = self.close("exit" if error is None else f"exception: {type(error).__name__}: {error}"[:200])
+        if error is None and code not in (None, 0):
+            # The merge failed (2) or found the run incomplete (1): this rank's exit code says so.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
 
     def _on_sigterm(self, signum: int, frame: Any) -> None:
+        if any(getattr(s.profiler, "stopping", False) for s in self.sections):
+            # A profiler is reading its recording (the SIGTERM came in the middle): finish that first, so its
+            # communication is written, then close (RankSection.stop_finished calls back).
+            self.sigterm_pending = True
+            return
         if not self.closing:
             self.close("SIGTERM", barrier=False)
+            self._merge_after_stop()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
 
@@ -130,10 +149,54 @@ class RankLog:
         return run_merge(self.folder)
 
 
-def end_barrier(store: Any, run_id: str, world: World, reason: str, timeout_s: float) -> List[int]:
-    """Mark this rank's end in torchrun's store; rank 0 waits for every rank's mark, at most ``timeout_s``.
+    def _merge_after_stop(self) -> None:
+        """Stopped by SIGTERM (torchrun stopping the world after a rank failed): one stopped rank merges now.
 
-    Returns the ranks rank 0 did not see end (empty elsewhere, and when the store is gone: torchrun stopping).
+        Within torchrun's grace period (30 s before its SIGKILL): each stopped rank marks its end; the first to
+        claim the merge through torchrun's store waits up to :data:`STOPPED_WAIT_S` for the others' marks (a
+        dead rank never marks), then runs ``sbprof merge`` with a deadline. When it cannot, it prints the
+        command that does.
+        """
+        if os.environ.get(ENV_NO_MERGE) == "1":
+            return
+        command = f"sbprof merge {shlex.quote(str(self.folder))}"
+        try:
+            if self.store is not None:
+                if not claim_merge(self.store, self.run_id, self.world):
+                    return  # another stopped rank merges
+                end_barrier(self.store, self.run_id, self.world, "SIGTERM", STOPPED_WAIT_S, waiter=self.world.rank)
+            print(f"sbprof: rank {self.world.rank} was stopped (SIGTERM): merging what every rank wrote "
+                  f"({command})", file=sys.stderr, flush=True)
+            code = run_merge(self.folder, timeout_s=STOPPED_MERGE_S)
+        except Exception:  # noqa: BLE001 - never a traceback while torchrun stops the world
+            code = None
+        if code not in (0, 1):
+            print(f"sbprof: no report was written for this stopped run; for it, run: {command}", file=sys.stderr,
+                  flush=True)
+
+
+def claim_merge(store: Any, run_id: str, world: World) -> bool:
+    """Whether this rank is the first of a stopped run to claim its merge (the store's atomic compare-set).
+
+    Example
+    -------
+    >>> import torch.distributed as dist
+    >>> store = dist.HashStore()
+    >>> [claim_merge(store, "r", from_env({"RANK": str(r), "WORLD_SIZE": "2"})) for r in (1, 0)]
+    [True, False]
+    """
+    try:
+        mine = str(world.rank)
+        return store.compare_set(f"{STORE_PREFIX}{run_id}/merger", "", mine).decode() == mine
+    except (RuntimeError, ValueError, OSError):
+        return True
+
+
+def end_barrier(store: Any, run_id: str, world: World, reason: str, timeout_s: float,
+                waiter: int = 0) -> List[int]:
+    """Mark this rank's end in torchrun's store; rank ``waiter`` (0) waits for every rank's mark, at most ``timeout_s``.
+
+    Returns the ranks the waiter did not see end (empty elsewhere, and when the store is gone: torchrun stopping).
 
     Example
     -------
@@ -146,7 +209,7 @@ def end_barrier(store: Any, run_id: str, world: World, reason: str, timeout_s: f
     keys = [f"{STORE_PREFIX}{run_id}/end/{r}" for r in range(world.world_size)]
     try:
         store.set(keys[world.rank], reason)
-        if world.rank != 0:
+        if world.rank != waiter:
             return []
         deadline = time.monotonic() + timeout_s
         while not store.check(keys) and time.monotonic() < deadline:
@@ -156,13 +219,18 @@ def end_barrier(store: Any, run_id: str, world: World, reason: str, timeout_s: f
         return []
 
 
-def run_merge(run_folder: Path) -> int:
-    """``sbprof merge RUN_FOLDER`` in a fresh process (the measuring process never renders); its exit code."""
+def run_merge(run_folder: Path, timeout_s: Optional[float] = None) -> Optional[int]:
+    """``sbprof merge RUN_FOLDER`` in a fresh process (the measuring process never renders); its exit code
+    (``None`` past ``timeout_s``)."""
     from sbprof.workers.supervisor import SBPROF_ROOT
 
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (SBPROF_ROOT, env.get("PYTHONPATH")) if p)
-    return subprocess.run([sys.executable, "-m", "sbprof", "merge", str(run_folder)], env=env).returncode
+    try:
+        return subprocess.run([sys.executable, "-m", "sbprof", "merge", str(run_folder)], env=env,
+                              timeout=timeout_s).returncode
+    except subprocess.TimeoutExpired:
+        return None
 
 
 class RankSection:
@@ -186,6 +254,7 @@ class RankSection:
         self.cell: Dict[str, Any] = {}
         self.step_figures: Dict[str, List[float]] = {}
         self.memory: Any = None
+        self.items: Dict[str, Dict[int, int]] = {}  # per step name and index: utterances in the batch (a Brain's)
         self.log: Optional[RankLog] = None
 
     def attach(self, prof: Any) -> None:
@@ -194,24 +263,40 @@ class RankSection:
         self.profiler = prof
 
     def step_ended(self, prof: Any, name: str, start: float, wall_s: float, cpu_s: float,
-                   cuda_s: Optional[float] = None) -> None:
-        """A counted step ended (``start``: its ``perf_counter`` start; ``cuda_s``: between CUDA events, on a GPU);
-        a line goes out at once."""
+                   cuda_s: Optional[float] = None, index: Optional[int] = None, reported: Optional[bool] = None,
+                   items: Optional[int] = None) -> None:
+        """A counted step ended (``start``: its ``perf_counter`` start; ``cuda_s``: between CUDA events, on a GPU;
+        ``reported``: whether its stage's schedule reports it; ``items``: utterances in its batch); a line goes out
+        at once."""
         if self.log is None:
             self.log = RankLog.get(self.world, self.folder)
             self.log.sections.append(self)
         rows = self.rows.setdefault(name, [])
         previous = self.last_end.get(name)
-        reported = not prof.has_schedule or prof.schedule.reports(prof.step_num)
+        if reported is None:
+            reported = not prof.has_schedule or prof.schedule.reports(prof.step_num)
         row = StepRow(len(rows), wall_s, cpu_s, None if previous is None else max(0.0, start - previous), reported,
                       cuda_s)
         rows.append(row)
         self.last_end[name] = start + wall_s
+        if items is not None:
+            self.items.setdefault(name, {})[row.index] = items
         if reported and not prof.timing_only:
             self.pending.setdefault(name, []).append(row)
-        self.log.writer.write("step", {"section": record_key(self.key, name), "name": name, "index": row.index,
-                                       "wall_s": wall_s, "cpu_s": cpu_s, "gap_s": row.gap_s, "reported": reported,
-                                       "t": time.time()})
+        line = {"section": record_key(self.key, name), "name": name, "index": row.index, "wall_s": wall_s,
+                "cpu_s": cpu_s, "gap_s": row.gap_s, "reported": reported, "t": time.time()}
+        if cuda_s is not None:
+            line["cuda_s"] = cuda_s
+        if items is not None:
+            line["utterances"] = items
+        self.log.writer.write("step", line)
+
+    def stop_finished(self) -> None:
+        """A profiler finished reading its recording: a SIGTERM that came meanwhile is handled now."""
+        log = self.log
+        if log is not None and log.sigterm_pending:
+            log.sigterm_pending = False
+            log._on_sigterm(signal.SIGTERM, None)
 
     def session_ended(self, prof: Any) -> None:
         """Read the profiler's new sessions: communication (and allocator peak) of each reported step in them."""
@@ -262,6 +347,9 @@ class RankSection:
             "allocated_peak_bytes": [r.allocated_bytes for r in shown]}}
         for figure, per_step in self.step_figures.items():
             extra[figure] = [per_step[r.index] for r in shown if r.index < len(per_step)]
+        items = self.items.get(name, {})
+        if shown and "utterances_per_step" not in extra and all(r.index in items for r in shown):
+            extra["utterances_per_step"] = [float(items[r.index]) for r in shown]
         cell = {"model": record_key(self.key, name), "device": device, "threads": torch.get_num_threads(),
                 **self.cell}
         cell["params"] = {"world_size": self.world.world_size, **cell.get("params", {})}
@@ -270,7 +358,9 @@ class RankSection:
                            wall_s=[r.wall_s for r in shown], cpu_s=[r.cpu_s for r in shown],
                            cuda_s=[r.cuda_s for r in shown] if shown and shown[0].cuda_s is not None else None,
                            memory=self.memory if self.memory is not None else process_peak(device),
-                           settings={"distributed": world, "step": name, "timing_only": timing_only},
+                           settings={"distributed": world, "step": name, "timing_only": timing_only,
+                                     "schedule": repr(self.profiler.schedule) if self.profiler is not None
+                                     and self.profiler.has_schedule else None},
                            env=collect_env(), extra=extra)
 
 

@@ -27,9 +27,13 @@ DEFINITIONS = [
     "waiting for the others (what a straggler costs them);",
     "busy: step time minus wait (the rank's own work); the slowest rank has the longest median busy time; "
     "imbalance = its median busy time / the median rank's (the lower middle one for an even count), and "
-    "+s the difference per step;",
-    "between steps: from one step's end to the next one's start (data loading and the loop's own work); its share "
-    "is of step + between;",
+    "+s the difference of the two medians;",
+    "straggler cost: the step time saved if the slowest rank ran at the median rank's pace: per step every rank "
+    "reported, its busy time minus the longest busy time of the other ranks (0 when it is not the longest), median "
+    "over those steps;",
+    "between steps: from one step's end to the next one's start (data loading and the loop's own work);",
+    "a share is the ratio of the two medians beside it (a section's: median over ranks of each); a figure computed "
+    "from fewer ranks than the world names them; steps are counted from 1;",
     "peak memory: the process's resident high-water mark (CPU) or the CUDA allocator's peak;",
     "throughput: utterances (audio seconds) of all ranks over the steps every rank reported, divided by the sum "
     "of those steps' longest time over ranks.",
@@ -60,21 +64,56 @@ def _peak(r: Optional[RankRow]) -> str:
     return f"{bytes_in('GB', r.peak_bytes)} GB {r.peak_kind} ({_where(r)})"
 
 
+def _of_ranks(ranks: List[int], s: SectionSummary) -> str:
+    """`` (ranks 0, 2 of 3)`` when a figure comes from fewer ranks than the world, else nothing."""
+    if len(ranks) >= s.world_size:
+        return ""
+    return f" (from {'rank' if len(ranks) == 1 else 'ranks'} {_ranks_text(ranks)} only, of {s.world_size})"
+
+
+def empty_line(s: SectionSummary) -> str:
+    """Why a section has no figures: how many steps each rank took, none of them recorded."""
+    taken = sorted({n for _, n, _ in s.empty})
+    took = (f"{plural(taken[0], 'step')} taken on each rank" if len(taken) == 1 else
+            "; ".join(f"rank {r}: {plural(n, 'step')} taken" for r, n, _ in s.empty)) if s.empty else "no step taken"
+    schedule = f" by its schedule, {s.schedule}," if s.schedule else ""
+    return (f"0 steps recorded ({took}, none reached the recorded part{schedule} which counts each stage's steps "
+            "on its own): give this stage more batches, or its own shorter schedule (e.g. "
+            "profile_optimiser(brain, wait=0, warmup=1, active=3))")
+
+
 def headline(s: SectionSummary) -> List[List[str]]:
-    """The section's figures, one per row."""
+    """The section's figures, one per row; a share is always the ratio of the two medians beside it."""
     rows = [["ranks with figures", f"{len(s.rows)} of {s.world_size}"]]
     if not s.rows:
+        rows.append(["steps recorded", empty_line(s)])
         return rows
+    comm = (f"{_s(s.comm_s)} s per step (median over ranks), {_pct(s.comm_share)} of the median step time"
+            f"{_of_ranks(s.comm_ranks, s)}" if s.comm_s is not None else
+            ("n/a (one rank: no peer)" if s.world_size < 2 else "n/a (no communication recorded)"))
+    if s.most_waiting is not None:
+        waiting = (f"{_where(s.most_waiting)}: {_s(s.most_waiting.wait_s)} s per step waiting for the others "
+                   f"(its median; {_pct(s.most_waiting.wait_share)} of its median step time)"
+                   f"{_of_ranks(s.wait_ranks, s)}" + ("; estimated: some steps lack another rank's communication, "
+                                                      "so its own fastest collective stands for the collective"
+                                                      if s.most_waiting.wait_estimated else ""))
+    else:
+        waiting = ("n/a (one rank: no peer)" if s.world_size < 2 else
+                   "n/a (needs every rank's communication for the same steps)")
+    cost = s.straggler_cost
     rows += [
         ["step time (wall), median over ranks", f"{_s(s.step_s)} s"],
         ["slowest rank", f"{_where(s.slowest)}: busy {_s(s.slowest.busy.median)} s per step (median)"],
-        ["imbalance", f"{s.imbalance:.2f} x the median rank's busy time (+{_s(s.excess_s)} s per step)"
-         if s.imbalance is not None else "n/a"],
-        ["communication share", f"{_pct(s.comm_share)} of the step (median over ranks)"],
-        ["most waiting", f"{_where(s.most_waiting)}: {_s(s.most_waiting.wait_s)} s per step waiting for the "
-                         f"others (median; {_pct(s.most_waiting.wait_share)} of its step time)"
-         if s.most_waiting is not None else "n/a (no communication recorded)"],
-        ["between steps (data loading, loop)", f"{_pct(s.between_share)} (median over ranks)"],
+        ["imbalance", f"{s.imbalance:.2f} x the median rank's busy time (+{_s(s.excess_s)} s per step, "
+                      "difference of the medians)" if s.imbalance is not None else "n/a"],
+        ["straggler cost", f"{_s(cost.seconds)} s per step: the step time saved if rank {s.slowest.rank} ran at "
+                           f"the median rank's pace (median over {plural(cost.steps, 'step')} every rank reported)"
+         if cost is not None else "n/a (needs two ranks with the same steps)"],
+        ["communication", comm],
+        ["most waiting", waiting],
+        ["between steps (data loading, loop)",
+         f"{_s(s.between_s)} s (median over ranks), {_pct(s.between_share)} of median step + between"
+         f"{_of_ranks(s.between_ranks, s)}" if s.between_s is not None else "n/a"],
         ["peak memory (highest rank)", _peak(s.peak)],
     ]
     t = s.throughput
@@ -82,6 +121,9 @@ def headline(s: SectionSummary) -> List[List[str]]:
         audio = f", {sig3(t.audio_s_per_s)} audio s/s" if t.audio_s_per_s is not None else ""
         rows.append(["throughput", f"{sig3(t.utterances_per_s)} utterances/s{audio} over {plural(t.steps, 'step')} "
                                    f"(global step {sig3(t.step_s)} s, median)"])
+    else:
+        rows.append(["throughput", "n/a: these steps carry no utterance counts (a Brain's batches and sbprof train "
+                                   "give them)"])
     return rows
 
 
@@ -122,13 +164,14 @@ def status_lines(run: RunSummary) -> List[str]:
              "others' figures stand."]
     if run.missing:
         lines += ["", "Missing ranks (no figures):", "",
-                  table([[str(m.rank), m.host or "?", "never" if m.last_step is None else str(m.last_step),
+                  table([[str(m.rank), m.host or "?", "never" if m.last_step is None else str(m.last_step + 1),
                           _short(m.why)]
-                         for m in run.missing], ["rank", "host", "last seen at step", "why"])]
+                         for m in run.missing], ["rank", "host", "last step ended (from 1)", "why"])]
     if run.stopped_early:
         lines += ["", "Stopped early (figures up to their last step):", "",
-                  table([[str(r.rank), r.host, str(r.last_step), _short(r.ended)] for r in run.stopped_early],
-                        ["rank", "host", "last step", "ended"])]
+                  table([[str(r.rank), r.host, "?" if r.last_step is None else str(r.last_step + 1), _short(r.ended)]
+                         for r in run.stopped_early],
+                        ["rank", "host", "last step ended (from 1)", "ended"])]
     return lines
 
 

@@ -286,8 +286,9 @@ def test_schedule_and_export_on_a_profiled_instance(tmp_path):
     brain.fit(range(1), data(5), data(2))
     prof = brain.profiler
     assert prof.has_schedule and prof.step_num == 7  # the stage choice survives the rebuild
-    assert prof.recorded_steps == 2  # the new schedule governs; each batch still one step
-    assert len(list(tmp_path.glob("*.pt.trace.json"))) == 1
+    # The new schedule governs, each stage on its own: train steps 2-3 and valid step 2; each batch one step
+    assert prof.recorded_steps == 3 and prof.stage_steps == {"train": 5, "valid": 2}
+    assert len(list(tmp_path.glob("*.pt.trace.json"))) == 2  # one recording per stage's cycle
 
 
 # ---------------------------------------------------------------- SpeechBrain pretrained interface

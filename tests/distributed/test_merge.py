@@ -48,12 +48,13 @@ def test_a_complete_run_names_its_straggler_and_what_it_costs_the_others(tmp_pat
     assert s.throughput.utterances_per_s == pytest.approx(4 * 8 / s.throughput.step_s, rel=0.03)
 
 
-def test_a_dead_rank_is_missing_with_its_last_step_and_a_stopped_rank_keeps_its_figures(tmp_path):
+def test_a_dead_rank_keeps_the_steps_it_wrote_and_a_stopped_rank_keeps_its_figures(tmp_path):
     summary = merge_run(partial_run(tmp_path, {1: None, 2: "SIGTERM"}))
-    assert not summary.complete
-    assert [(m.rank, m.last_step) for m in summary.missing] == [(1, 2)]
-    assert [(r.rank, r.ended) for r in summary.stopped_early] == [(2, "SIGTERM")]
-    assert [r.rank for r in summary.sections[0].rows] == [0, 2]
+    assert not summary.complete and summary.missing == []
+    # Rank 1 died after its step lines 0-2 (no record, no end line): its steps are rebuilt from those lines
+    assert [(r.rank, r.ended.split(":")[0], r.last_step) for r in summary.stopped_early] == [
+        (1, "no end line", 2), (2, "SIGTERM", 4)]
+    assert [r.rank for r in summary.sections[0].rows] == [0, 1, 2]
 
 
 def test_a_rank_without_a_file_is_missing_never_seen(tmp_path):
@@ -100,8 +101,9 @@ def test_the_command_exits_1_on_an_incomplete_run_and_2_on_bad_input_writing_not
     run = partial_run(tmp_path / "a", {1: None})
     assert cli([str(run)], prog="sbprof merge") == 1
     out, err = capsys.readouterr()
-    assert "report: " in out and err.strip() == ("sbprof: error: run synthetic-3 is incomplete: missing rank 1 "
-                                                 "(last seen at step 2)")
+    assert "report: " in out and err.strip().startswith("sbprof: error: run synthetic-3 is incomplete: stopped early "
+                                                        "rank 1 (no end line") and "\n" not in err.strip()
+    assert "last step ended: 3, counting from 1" in err
     assert "**INCOMPLETE**" in (run / "report.md").read_text() and (run / "ranks.csv").is_file()
     write_run(tmp_path / "b", 2, steps=2)
     write_run(tmp_path / "b", 3, steps=2)

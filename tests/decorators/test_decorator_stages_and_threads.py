@@ -1,0 +1,52 @@
+"""Each Brain stage on its own schedule (fit then evaluate, as every SpeechBrain recipe ends), and one decorated
+function called from several threads at once: its steps never overlap in one report."""
+import threading
+import time
+
+import pytest
+
+import sbprof
+from sbprof.errors import MeasurementError
+from decorator_brains import data, make_brain
+
+
+def test_fit_then_evaluate_records_the_test_stage_with_its_own_schedule():
+    brain = sbprof.profile_optimiser(make_brain())  # the README's one line, default schedule
+    brain.fit(range(1), data(10), data(3))
+    brain.evaluate(data(10))
+    prof = brain.profiler
+    assert prof.stage_steps == {"train": 10, "test": 10}  # fit's validation is not selected by default
+    assert len(prof.step_wall_s["test"]) == 10
+    windows = [w.step for view in prof.sessions() for w in view.windows]
+    assert windows.count("train") == 5 and windows.count("test") == 5  # steps 4-8 of each stage
+    assert prof.measurement("test").extra["recorded_steps"] == 5
+
+
+def test_an_evaluation_too_short_for_its_schedule_is_refused_naming_each_stage():
+    brain = sbprof.profile_optimiser(make_brain(), stages=["test"])
+    brain.evaluate(data(2))
+    with pytest.raises(MeasurementError, match=r"test: its first recorded step is step 4"):
+        brain.profiler.events()
+
+
+def test_one_decorated_function_called_from_four_threads_runs_its_calls_one_at_a_time():
+    @sbprof.profile_optimiser(wait=0, warmup=0, active=100)
+    def work():
+        time.sleep(0.01)
+
+    def caller():
+        for _ in range(4):
+            work()
+
+    threads = [threading.Thread(target=caller) for _ in range(4)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - start
+    walls = work.profiler.step_wall_s["work"]
+    assert len(walls) == 16
+    # Serialised: the 16 steps fit end to end in the elapsed time (overlapping steps would sum to ~4x it).
+    assert sum(walls) <= elapsed
+    assert all(w < 0.05 for w in walls)  # no step holds another thread's sleep

@@ -1,0 +1,88 @@
+"""A real SpeechBrain Brain, fit() then evaluate(), under real torchrun (gloo, 2 ranks, one thread each).
+
+The README's one line (``brain = sbprof.profile_optimiser(brain)``); each rank's own ``perf_counter`` around
+``fit_batch`` and ``evaluate_batch``; a known busy-spin on rank 1's training batches; ranks killed with SIGKILL.
+"""
+import json
+import statistics
+
+import pytest
+
+from sbprof.distributed.merge import find_run, merge_run
+from sbprof.distributed.rankfile import rank_files, read_rank_file
+from torchrun_tools import SCRIPTS, rank_env, run, torchrun
+
+pytestmark = pytest.mark.slow
+SPIN_S = 0.03
+
+
+def launch(folder, **env):
+    return run(torchrun(["--standalone", "--nproc_per_node=2", "--max_restarts=0",
+                         str(SCRIPTS / "brain_fit_evaluate.py"), str(folder)]),
+               folder, rank_env(folder, SBPROF_MERGE_TIMEOUT_S="30", **env), timeout=180)
+
+
+@pytest.fixture(scope="module")
+def fit_evaluate(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("brain")
+    done = launch(folder, TEST_SPIN_S=str(SPIN_S), TEST_SPIN_RANK="1")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    run_folder = find_run(folder / "ranks")
+    outside = {r: json.loads((folder / f"outside{r}.json").read_text()) for r in (0, 1)}
+    return run_folder, merge_run(run_folder), outside, done
+
+
+def section(summary, stage):
+    return next(s for s in summary.sections if s.key == f"TinyBrain/{stage}")
+
+
+def test_fit_then_evaluate_reports_a_train_and_a_test_section_each_with_its_own_schedule(fit_evaluate):
+    run_folder, summary, _, done = fit_evaluate
+    assert summary.complete and (run_folder / "report.md").is_file()  # written by rank 0 at exit, exit code 0
+    report = (run_folder / "report.md").read_text()
+    assert "## TinyBrain/train" in report and "## TinyBrain/test" in report
+    for stage in ("train", "test"):
+        s = section(summary, stage)
+        assert [r.steps for r in s.rows] == [5, 5]  # steps 4-8 of each stage (wait 1, warm-up 2, active 5)
+    assert "Traceback" not in done.stderr
+
+
+def test_each_section_step_time_agrees_with_the_outside_clock_around_the_batch(fit_evaluate):
+    run_folder, summary, outside, _ = fit_evaluate
+    for path in rank_files(run_folder):
+        rank = read_rank_file(path)
+        for stage in ("train", "test"):
+            record = rank.records[f"TinyBrain/{stage}"]
+            steps = record["extra"]["rank"]["steps"]
+            assert steps == [3, 4, 5, 6, 7]  # steps 4-8 counting from 1: each stage on its own schedule
+            clock = [outside[rank.rank][stage][i] for i in steps]
+            # The hook's own work around the batch (labels, clocks) is inside the step, not the outside clock.
+            for ours, theirs in zip(record["wall_s"], clock):
+                assert ours == pytest.approx(theirs, abs=0.001), (stage, rank.rank)
+            row = next(r for r in section(summary, stage).rows if r.rank == rank.rank)
+            assert row.step.median == pytest.approx(statistics.median(clock), abs=0.001)
+
+
+def test_the_straggler_cost_agrees_with_a_known_spin(fit_evaluate):
+    _, summary, _, _ = fit_evaluate
+    s = section(summary, "train")
+    assert s.slowest.rank == 1
+    assert s.straggler_cost.seconds == pytest.approx(SPIN_S, rel=0.15)
+    assert s.throughput is not None and s.throughput.steps == 5  # a Brain's batches carry their utterances
+
+
+@pytest.mark.parametrize("killed", [1, 0])
+def test_a_rank_killed_mid_run_leaves_a_report_with_its_steps_and_the_survivors_communication(tmp_path, killed):
+    done = launch(tmp_path, TEST_KILL_RANK=str(killed), TEST_KILL_AT="8", TEST_ACTIVE="20")
+    assert done.returncode != 0  # torchrun: the run failed
+    run_folder = find_run(tmp_path / "ranks")
+    report = run_folder / "report.md"
+    assert report.is_file(), done.stderr[-3000:]  # the survivor merged at SIGTERM, no manual command
+    assert "sbprof merge" in done.stderr and "**INCOMPLETE**" in report.read_text()
+    summary = merge_run(run_folder)
+    (train,) = [s for s in summary.sections if s.key == "TinyBrain/train"]
+    rows = {r.rank: r for r in train.rows}
+    survivor = 1 - killed
+    assert rows[killed].steps >= 5 and rows[killed].ended.startswith("no end line")  # the dead rank's steps count
+    assert rows[survivor].comm_s is not None and rows[survivor].comm_s > 0  # kept through SIGTERM
+    assert rows[survivor].wait_s is not None
