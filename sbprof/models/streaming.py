@@ -157,18 +157,31 @@ def final_chunks(model: Any, samples_per_chunk: int) -> int:
     return int(count(samples_per_chunk)) if callable(count) else 1
 
 
+def _holds_weights(module: Any, depth: int = 0) -> bool:
+    """A module owning parameters or buffers, itself or below (read from its dicts: some streaming contexts are
+    dataclass modules, unhashable, which ``parameters()`` cannot walk)."""
+    if any(v is not None for v in vars(module).get("_parameters", {}).values()) or any(
+            v is not None for v in vars(module).get("_buffers", {}).values()):
+        return True
+    return depth < 20 and any(_holds_weights(m, depth + 1) for m in vars(module).get("_modules", {}).values()
+                              if m is not None)
+
+
 def context_bytes(context: Any, max_depth: int = 12) -> int:
     """The bytes of the tensors a streaming context holds: what one stream keeps between its chunks.
 
-    Walks the context's attributes, mappings and sequences (never into a ``torch.nn.Module``: the model is shared),
-    and counts each tensor storage once (``untyped_storage().nbytes()``: a view holds its whole storage).
+    Walks the context's attributes, mappings and sequences, and counts each tensor storage once
+    (``untyped_storage().nbytes()``: a view holds its whole storage). A ``torch.nn.Module`` that owns parameters
+    or buffers is the model (shared by every stream) and is not walked; one without, such as SpeechBrain's
+    ``TransducerGreedySearcherStreamingContext`` (the decoder's hidden state), is.
 
     Example
     -------
     >>> import torch
     >>> from types import SimpleNamespace
     >>> x = torch.zeros(1000)
-    >>> context_bytes(SimpleNamespace(cache=x, view=x[:10], layers=[{"h": torch.zeros(2, 3, dtype=torch.float64)}]))
+    >>> context_bytes(SimpleNamespace(cache=x, view=x[:10], layers=[{"h": torch.zeros(2, 3, dtype=torch.float64)}],
+    ...                               model=torch.nn.Linear(100, 100)))
     4048
     """
     import torch
@@ -178,7 +191,9 @@ def context_bytes(context: Any, max_depth: int = 12) -> int:
 
     def walk(obj: Any, depth: int) -> None:
         nonlocal total
-        if depth > max_depth or obj is None or isinstance(obj, (str, bytes, int, float, bool, torch.nn.Module)):
+        if depth > max_depth or obj is None or isinstance(obj, (str, bytes, int, float, bool)):
+            return
+        if isinstance(obj, torch.nn.Module) and _holds_weights(obj):
             return
         if isinstance(obj, torch.Tensor):
             storage = obj.untyped_storage()

@@ -114,8 +114,10 @@ def schedule(n_samples: int, chunk_samples: int, flush_chunks: int, streams: int
         for stream in range(streams):
             if traffic == "spread" or stream == 0:
                 offset, skip = stream * chunk_s / streams, (stream * m) // streams
-            else:
-                offset, skip = rng.uniform(0, chunk_s), rng.randrange(m)
+            else:  # at a random point of its utterance: as much of it already spoken
+                spoken = rng.uniform(0, utterance_s)
+                skip = min(m - 1, int(spoken // chunk_s))
+                offset = skip * chunk_s - spoken
             end = _session(out, stream, offset, skip, n_samples, chunk_samples, flush_chunks, sample_rate, window)
             while traffic == "spread" and end < window:
                 before = len(out)
