@@ -30,6 +30,7 @@ import sys
 import threading
 import time
 import warnings
+import weakref
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Sequence
@@ -48,6 +49,7 @@ BRAIN_STAGES = ("train", "valid", "test")
 # evaluation: fit's validation batches are left out unless asked for.
 DEFAULT_BRAIN_STAGES = ("train", "test")
 REPORTED_ACTIONS = (tprof.ProfilerAction.RECORD, tprof.ProfilerAction.RECORD_AND_SAVE)
+KEPT_OPEN: "weakref.WeakSet[Any]" = weakref.WeakSet()  # profilers whose recording is kept open across calls
 SHARED_KEY = "*"  # the schedule count of every step that is not a Brain stage
 PAUSE_NOTICE_S = 0.2  # a mid-run post-processing pause longer than this is said on the console
 
@@ -187,7 +189,11 @@ class StepProfiler(tprof.profile):
         self._views: List[SessionView] = []
         self._recording = False  # a scheduled profiler's torch recording is on
         self.stopping = False  # inside stop_trace (reading the recording)
-        self._open_cycles: Dict[str, List[int]] = {}  # schedule counts inside a cycle: their recorded steps
+        self.keep_open = False  # an unscheduled function's profiler kept running across calls (torchrun)
+        self._torch_started = False  # an unscheduled session's torch recording was started
+        self._said_busy = False
+        self._open_cycles: Dict[str, List[int]] = {}  # schedule counts inside a cycle
+        self._recorded_now: Dict[str, List[int]] = {}  # the reported steps of the recording now on, per count
         self.pauses: List[float] = []  # seconds each mid-run end of a recording held the run
         # Under torchrun, the rank file's section of the profiled target (sbprof.distributed.recorder).
         self.rank_section: Any = None
@@ -209,6 +215,13 @@ class StepProfiler(tprof.profile):
             warnings.warn("another torch profiler is already running in this process; starting this "
                           "one stops its recording (profile one thing at a time)", stacklevel=3)
 
+    def _stop_kept_others(self) -> None:
+        """Torch records one session per process: a recording kept open across calls by another profiler
+        (an unscheduled function under torchrun) is ended first; its next call starts a new one."""
+        for other in list(KEPT_OPEN):
+            if other is not self and other.running:
+                other.stop()
+
     def start(self) -> None:
         """Start a session; a no-op while one is running.
 
@@ -217,17 +230,30 @@ class StepProfiler(tprof.profile):
         """
         if self.running:
             return
+        self._torch_started = False
         if not self.timing_only and not self.has_schedule:
-            self._warn_if_another()
-            super().start()
+            self._stop_kept_others()
+            if self.keep_open and torch.autograd._profiler_enabled():
+                # Another profiler is inside its cycle: this call is timed, not recorded (never cancel theirs).
+                if not self._said_busy:
+                    warnings.warn("another torch profiler is recording: this unscheduled function's calls are timed "
+                                  "but not recorded while it does", stacklevel=2)
+                    self._said_busy = True
+            else:
+                self._warn_if_another()
+                super().start()
+                self._torch_started = True
         self.running = True
+        if self.keep_open:
+            KEPT_OPEN.add(self)
 
     def stop(self) -> None:
         """Stop the running session (events so far are kept); a no-op otherwise."""
+        KEPT_OPEN.discard(self)
         if self.running:
             if self.has_schedule:
                 self._stop_recording(final=True)
-            elif not self.timing_only:
+            elif not self.timing_only and self._torch_started:
                 self.stopping = True
                 try:
                     super().stop()
@@ -240,6 +266,7 @@ class StepProfiler(tprof.profile):
     def _start_recording(self) -> None:
         if self._recording or self.timing_only:
             return
+        self._stop_kept_others()
         self._warn_if_another()
         self.prepare_trace()
         self.start_trace()
@@ -247,7 +274,8 @@ class StepProfiler(tprof.profile):
 
     def _stop_recording(self, final: bool) -> None:
         """End the torch recording (a session is kept, the trace handler called); a mid-run pause is said."""
-        cycles, self._open_cycles = self._open_cycles, {}
+        self._open_cycles = {}
+        cycles, self._recorded_now = self._recorded_now, {}
         if not self._recording:
             return
         t0 = time.perf_counter()
@@ -331,9 +359,9 @@ class StepProfiler(tprof.profile):
             running.reported = self.schedule.reports(running.index)
             if running.action in REPORTED_ACTIONS and self.running:
                 self._start_recording()
-                cycle = self._open_cycles.setdefault(key, [])
+                self._open_cycles.setdefault(key, [])
                 if running.reported:
-                    cycle.append(running.index)
+                    self._recorded_now.setdefault(key, []).append(running.index)
         left_out = self.has_schedule and selected and not running.reported
         running.marker = None
         if self.has_schedule and selected and self._recording:  # as torch marks its steps (TensorBoard's step view)

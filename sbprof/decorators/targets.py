@@ -6,7 +6,9 @@
   unscheduled function also keeps one profiler and one recording across
   calls (until its results are read or the rank file closes): starting and
   stopping torch's profiler around every call would put that cost between
-  the steps, where it would read as the user's data loading.
+  the steps, where it would read as the user's data loading. (Torch
+  records one session per process: when another profiler starts
+  recording, a kept one is ended first and its next call starts anew.)
 - Calls from several threads at once run one after the other (a lock per
   profiled function or instance, as :func:`sbprof.measure` has): the steps
   of one profiler never overlap.
@@ -165,6 +167,7 @@ def profile_function(func: Callable, options: Options) -> Callable:
         if not reuse or prof is None or made_with[0] != opts.version:
             prof = opts.new_profiler()
             prof.modules = opts.modules
+            prof.keep_open = keep_session and not prof.has_schedule
             made_with[0] = opts.version
             if section is not None:
                 section.attach(prof)

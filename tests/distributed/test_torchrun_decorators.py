@@ -88,7 +88,9 @@ def test_rank_0_merged_at_the_end_and_a_later_merge_gives_the_same_report(stragg
 def test_traces_are_per_rank_named_by_rank_in_the_run_folder(straggler):
     _, run_folder, _, _ = straggler
     names = sorted(p.name.split(".")[0] for p in (run_folder / "traces").glob("*.pt.trace.json"))
-    assert names == ["rank00000", "rank00000", "rank00001", "rank00001"]  # two evaluate() calls each
+    # One recording across the unscheduled evaluate() calls under torchrun, ended when inspect() starts recording
+    # (torch records one session per process); the second call, during inspect()'s cycle, is timed only.
+    assert names == ["rank00000", "rank00001"]
     trace = json.loads(next((run_folder / "traces").glob("rank00001*")).read_text())
     assert trace["distributedInfo"]["rank"] == 1
 
@@ -108,11 +110,13 @@ def test_a_killed_rank_is_named_missing_and_the_other_keeps_its_figures(killed, 
     err = capsys.readouterr().err.strip()
     assert code == 1 and err.startswith("sbprof: error: run ") and "\n" not in err  # incomplete
     summary = merge_run(find_run(folder / "ranks"))
-    assert [(m.rank, m.last_step) for m in summary.missing] == [(1, 4)]  # steps 0-4 ended, killed before 5
-    rows = summary.sections[0].rows
-    assert [r.rank for r in rows] == [0] and rows[0].steps == 4 and rows[0].comm_s > 0  # warm-up step 0 left out
+    assert summary.missing == []  # rank 1's file has its steps: it counts, rebuilt from its step lines
+    rows = {r.rank: r for r in summary.sections[0].rows}
+    assert rows[0].steps == 4 and rows[0].comm_s > 0  # warm-up step 0 left out
+    assert rows[1].steps == 4  # steps 1-4 it wrote before the kill, each counted
     # torchrun stopped rank 0 with SIGTERM in its step 5: its file was closed with its records, in 30 s of sleep
-    assert [(r.rank, r.ended, r.last_step) for r in summary.stopped_early] == [(0, "SIGTERM", 4)]
+    assert [(r.rank, r.ended.split(":")[0], r.last_step) for r in summary.stopped_early] == [
+        (0, "SIGTERM", 4), (1, "no end line", 4)]
     report = (find_run(folder / "ranks") / "report.md").read_text()
     assert "**INCOMPLETE**" in report
-    assert re.search(r"\|\s*1\s*\|\s*\S+\s*\|\s*4\s*\|\s*no end line", report)  # rank 1, last seen at step 4
+    assert re.search(r"\|\s*1\s*\|\s*\S+\s*\|\s*5\s*\|\s*no end line", report)  # rank 1, its 5th step last
