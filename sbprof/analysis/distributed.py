@@ -65,6 +65,7 @@ class StepTotals:
     busy_top: Dict[int, Tuple[float, int, float]] = field(default_factory=dict)  # pass 2: (longest, its rank, next)
     empty: List[Tuple[int, int, Optional[int]]] = field(default_factory=list)  # ranks with 0 reported steps
     schedule: Optional[str] = None
+    load: Optional[float] = None  # the highest 1-minute load average a rank saw when it wrote its records
     max_wall: Dict[int, float] = field(default_factory=dict)
     ranks: Dict[int, int] = field(default_factory=dict)
     utterances: Dict[int, float] = field(default_factory=dict)
@@ -128,6 +129,8 @@ class Throughput:
     utterances_per_s: float
     audio_s_per_s: Optional[float]
     step_s: float
+    step_q1: Optional[float] = None
+    step_q3: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,7 @@ class SectionSummary:
     straggler_cost: Optional["StragglerCost"] = None
     empty: List[Tuple[int, int, Optional[int]]] = field(default_factory=list)  # (rank, steps taken, last index)
     schedule: Optional[str] = None
+    load: Optional[float] = None
 
 
 def _rank_extra(m: Measurement) -> Dict[str, Any]:
@@ -223,6 +227,9 @@ class RunAnalysis:
         """Pass 1: one rank's record of one section."""
         totals = self.totals.setdefault(section_of(m), StepTotals())
         totals.schedule = totals.schedule or m.settings.get("schedule")
+        load = m.settings.get("load_1min")
+        if isinstance(load, (int, float)):
+            totals.load = max(load, totals.load or 0.0)
         steps = _rank_extra(m).get("steps") or list(range(len(m.wall_s)))
         utterances, audio = m.extra.get("utterances_per_step"), m.extra.get("audio_s_per_step")
         for i, (index, wall, comm) in enumerate(zip(steps, m.wall_s, _per_step(m, "comm_s"))):
@@ -320,7 +327,7 @@ class RunAnalysis:
             comm_ranks=[r.rank for r in comm], wait_ranks=[r.rank for r in waiting],
             between_ranks=[r.rank for r in between], straggler_cost=straggler_cost(totals, slowest.rank, len(rows),
                                                                                   self.world_size),
-            empty=sorted(totals.empty), schedule=totals.schedule)
+            empty=sorted(totals.empty), schedule=totals.schedule, load=totals.load)
 
 
 def straggler_cost(totals: StepTotals, straggler: int, ranks: int, world_size: int) -> Optional["StragglerCost"]:
@@ -378,8 +385,10 @@ def throughput(totals: StepTotals, ranks: int) -> Optional[Throughput]:
         return None
     seconds = sum(totals.max_wall[i] for i in steps)
     audio = sum(totals.audio_s[i] for i in steps) / seconds if all(i in totals.audio_s for i in steps) else None
+    walls = sorted(totals.max_wall[i] for i in steps)
+    spread = summarise(walls)
     return Throughput(len(steps), sum(totals.utterances[i] for i in steps) / seconds, audio,
-                      statistics.median(totals.max_wall[i] for i in steps))
+                      statistics.median(walls), spread.q1, spread.q3)
 
 
 @dataclass(frozen=True)
@@ -425,11 +434,21 @@ class ScalingRow:
     efficiency: Optional[float]
     imbalance: Optional[float]
     comm_share: Optional[float]
+    runs: int = 1
+    step_s: Optional[float] = None  # global step (longest over ranks), median over steps and runs
+    step_q1: Optional[float] = None
+    step_q3: Optional[float] = None
+    load: Optional[float] = None  # highest 1-minute load average seen by a rank at its end
 
     @property
     def oversubscribed(self) -> bool:
         """More busy threads (ranks x threads per rank) than the machine's logical cores."""
         return self.processes > self.cores
+
+    @property
+    def busy_machine(self) -> bool:
+        """The machine's load reached its logical cores: other work shared them with the ranks."""
+        return self.load is not None and self.load >= self.cores
 
 
 def scaling_rows(points: Sequence[Tuple[int, int, int, Optional[SectionSummary]]]) -> List[ScalingRow]:
@@ -458,16 +477,22 @@ def scaling_rows(points: Sequence[Tuple[int, int, int, Optional[SectionSummary]]
     for size in sorted(by_size):
         entries = by_size[size]
         tps = [s.throughput for _, _, s in entries if s is not None and s.throughput is not None]
+        summaries = [s for _, _, s in entries if s is not None]
+        steps = [s.throughput for s in summaries if s.throughput is not None]
+        loads = [s.load for s in summaries if s.load is not None]
         rows.append(ScalingRow(
             world_size=size, processes=size * entries[0][0], cores=entries[0][1],
             utterances_per_s=median_of([t.utterances_per_s for t in tps]),
             audio_s_per_s=median_of([t.audio_s_per_s for t in tps]), speedup=None, efficiency=None,
-            imbalance=median_of([s.imbalance for _, _, s in entries if s is not None]),
-            comm_share=median_of([s.comm_share for _, _, s in entries if s is not None])))
+            imbalance=median_of([s.imbalance for s in summaries]) if size > 1 else None,
+            comm_share=median_of([s.comm_share for s in summaries]) if size > 1 else None, runs=len(entries),
+            step_s=median_of([t.step_s for t in steps]), step_q1=median_of([t.step_q1 for t in steps]),
+            step_q3=median_of([t.step_q3 for t in steps]), load=max(loads) if loads else None))
     base = next((r.utterances_per_s for r in rows if r.world_size == 1), None)
     out = []
     for r in rows:
         speedup = None if base is None or r.utterances_per_s is None else r.utterances_per_s / base
         out.append(ScalingRow(r.world_size, r.processes, r.cores, r.utterances_per_s, r.audio_s_per_s, speedup,
-                              None if speedup is None else speedup / r.world_size, r.imbalance, r.comm_share))
+                              None if speedup is None else speedup / r.world_size, r.imbalance, r.comm_share,
+                              r.runs, r.step_s, r.step_q1, r.step_q3, r.load))
     return out

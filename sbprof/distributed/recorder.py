@@ -334,7 +334,7 @@ class RankSection:
         """The record of one step name on this rank: its reported steps, their communication, gaps and memory."""
         import torch
 
-        from sbprof.env import collect_env
+        from sbprof.env import collect_env, load_average
         from sbprof.record import Cell, Measurement
 
         shown = [r for r in rows if r.reported]
@@ -360,7 +360,7 @@ class RankSection:
                            memory=self.memory if self.memory is not None else process_peak(device),
                            settings={"distributed": world, "step": name, "timing_only": timing_only,
                                      "schedule": repr(self.profiler.schedule) if self.profiler is not None
-                                     and self.profiler.has_schedule else None},
+                                     and self.profiler.has_schedule else None, "load_1min": load_average()},
                            env=collect_env(), extra=extra)
 
 

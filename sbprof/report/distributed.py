@@ -194,17 +194,28 @@ def render_run(run: RunSummary) -> str:
 
 
 def scaling_lines(title: str, rows: List[ScalingRow]) -> List[str]:
-    """A scaling table: throughput, speed-up and efficiency against world size 1, oversubscription flagged."""
+    """A scaling table: throughput, speed-up and efficiency against world size 1, its spread, the machine's load."""
+    def load(r: ScalingRow) -> str:
+        return "n/a" if r.load is None else f"{r.load:.1f}" + (" BUSY" if r.busy_machine else "")
+
+    def step(r: ScalingRow) -> str:
+        return "n/a" if r.step_s is None else f"{sig3(r.step_s)} [{_s(r.step_q1)}, {_s(r.step_q3)}]"
+
     return [title, "", table([[str(r.world_size), f"{r.processes} / {r.cores}" + (" oversubscribed"
                                                                                  if r.oversubscribed else ""),
-                               _s(r.utterances_per_s), _s(r.audio_s_per_s),
+                               str(r.runs), _s(r.utterances_per_s), _s(r.audio_s_per_s), step(r),
                                "n/a" if r.speedup is None else f"{r.speedup:.2f}", _pct(r.efficiency),
-                               "n/a" if r.imbalance is None else f"{r.imbalance:.2f}", _pct(r.comm_share)]
+                               "n/a" if r.imbalance is None else f"{r.imbalance:.2f}", _pct(r.comm_share), load(r)]
                               for r in rows],
-                             ["world size", "threads / cores", "utterances/s", "audio s/s", "speed-up",
-                              "efficiency", "imbalance", "comm share"]),
+                             ["world size", "threads / cores", "runs", "utterances/s", "audio s/s",
+                              "global step s, median [q1, q3]", "speed-up", "efficiency", "imbalance", "comm share",
+                              "load (1 min)"]),
             "", "Speed-up = throughput / throughput at world size 1; efficiency = speed-up / world size; threads = "
-                "ranks x torch threads per rank (oversubscribed: more than the machine's logical cores)."]
+                "ranks x torch threads per rank (oversubscribed: more than the machine's logical cores); global step "
+                "= the longest step over ranks, its quartiles over the measured steps (median over runs); load = the "
+                "highest 1-minute load average a rank saw at its end (BUSY: at least the machine's cores, so other "
+                "work shared them and the figures are slower than an idle machine's). Imbalance and comm share are "
+                "n/a for one rank (no peer)."]
 
 
 def ranks_csv(run: RunSummary) -> str:
