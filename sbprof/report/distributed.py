@@ -130,7 +130,8 @@ def headline(s: SectionSummary) -> List[List[str]]:
 def rank_table(rows: List[RankRow]) -> str:
     return table([[str(r.rank), r.host, str(r.node_rank), str(r.steps),
                    f"{sig3(r.step.median)} [{sig3(r.step.q1)}, {sig3(r.step.q3)}]", sig3(r.busy.median), _s(r.comm_s),
-                   _pct(r.comm_share), _s(r.wait_s), _s(r.between_s), bytes_in("GB", r.peak_bytes), _short(r.ended)]
+                   _pct(r.comm_share), _s(r.wait_s) + (" (est.)" if r.wait_estimated else ""), _s(r.between_s),
+                   bytes_in("GB", r.peak_bytes), _short(r.ended)]
                   for r in rows],
                  ["rank", "host", "node", "steps", "step time s, median [q1, q3]", "busy s", "comm s", "comm share",
                   "wait s", "between s", "peak GB", "ended"])
