@@ -317,8 +317,8 @@ class RunAnalysis:
         return SectionSummary(
             key=key, world_size=self.world_size, rows=rows, shown=shown_rows(rows), hosts=host_rows(rows),
             slowest=slowest, median_busy_s=median_busy,
-            imbalance=slowest.busy.median / median_busy if median_busy > 0 else None,
-            excess_s=slowest.busy.median - median_busy,
+            imbalance=slowest.busy.median / median_busy if median_busy > 0 and len(rows) > 1 else None,
+            excess_s=slowest.busy.median - median_busy if len(rows) > 1 else None,
             comm_share=None if comm_s is None else _share(comm_s, comm_step or 0.0),
             most_waiting=max(waiting, key=lambda r: r.wait_s) if waiting else None,
             between_share=None if between_s is None else _share(between_s, (between_step or 0.0) + between_s),

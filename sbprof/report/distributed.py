@@ -105,7 +105,7 @@ def headline(s: SectionSummary) -> List[List[str]]:
         ["step time (wall), median over ranks", f"{_s(s.step_s)} s"],
         ["slowest rank", f"{_where(s.slowest)}: busy {_s(s.slowest.busy.median)} s per step (median)"],
         ["imbalance", f"{s.imbalance:.2f} x the median rank's busy time (+{_s(s.excess_s)} s per step, "
-                      "difference of the medians)" if s.imbalance is not None else "n/a"],
+                      "difference of the medians)" if s.imbalance is not None else "n/a (one rank with figures)"],
         ["straggler cost", f"{_s(cost.seconds)} s per step: the step time saved if rank {s.slowest.rank} ran at "
                            f"the median rank's pace (median over {plural(cost.steps, 'step')} every rank reported)"
          if cost is not None else "n/a (needs two ranks with the same steps)"],
