@@ -278,7 +278,6 @@ class RankSection:
         row = StepRow(len(rows), wall_s, cpu_s, None if previous is None else max(0.0, start - previous), reported,
                       cuda_s)
         rows.append(row)
-        self.last_end[name] = start + wall_s
         if items is not None:
             self.items.setdefault(name, {})[row.index] = items
         if reported and not prof.timing_only:
@@ -290,6 +289,8 @@ class RankSection:
         if items is not None:
             line["utterances"] = items
         self.log.writer.write("step", line)
+        # The next step's "between" starts once this bookkeeping is done: sbprof's own time is not the user's.
+        self.last_end[name] = time.perf_counter()
 
     def stop_finished(self) -> None:
         """A profiler finished reading its recording: a SIGTERM that came meanwhile is handled now."""
