@@ -31,7 +31,8 @@ DEFINITIONS = [
     "straggler cost: the step time saved if the slowest rank ran at the median rank's pace: per step every rank "
     "reported, its busy time minus the longest busy time of the other ranks (0 when it is not the longest), median "
     "over those steps;",
-    "between steps: from one step's end to the next one's start (data loading and the loop's own work);",
+    "between steps: from one step's end (after sbprof wrote its line) to the next one's start (data loading and "
+    "the loop's own work);",
     "a share is the ratio of the two medians beside it (a section's: median over ranks of each); a figure computed "
     "from fewer ranks than the world names them; steps are counted from 1;",
     "peak memory: the process's resident high-water mark (CPU) or the CUDA allocator's peak;",
