@@ -45,6 +45,14 @@ def late_s(chunks, i: int, previous_end: float) -> float:
     return max(0.0, chunks["start_s"][i] - max(chunks["arrival_s"][i], previous_end))
 
 
+def core_was_free(probes, cost_s: float) -> bool:
+    """Whether the worker had its core: its thread waited for one less than 10 % of the known cost per chunk (median
+    over each probe's chunks). On a machine whose cores are taken by other work, fewer streams fit, truly: a
+    capacity read there is a lower one, and only that is asserted."""
+    waits = [statistics.median([w or 0.0 for w in p["waited_s"]]) for p in probes if p["waited_s"]]
+    return all(w < 0.1 * cost_s for w in waits)
+
+
 def load_added_s(chunks, i: int, previous_end: float) -> float:
     """What other work on the machine added to chunk ``i``'s delay: a late start and waiting for a core."""
     return late_s(chunks, i, previous_end) + (chunks["waited_s"][i] or 0.0)
@@ -100,22 +108,29 @@ def test_capacity_at_40_percent_of_real_time_is_the_hand_computed_2_streams_with
     # By hand: one server, chunks of N streams evenly interleaved (stream i at i/N of a chunk), each 80 ms.
     # N x 80 ms <= 200 ms for N <= 2: each chunk finds the server idle, its delay is one compute (80 ms).
     # N = 3: 240 ms of work per 200 ms: the backlog grows by 40 ms a period, the delay by 0.2 s per s.
-    assert cap.capacity == 2 == math.floor(200 / 80)
+    # Load can only lower the capacity (a spin cannot end early: 3 streams never fit); it is the hand-computed 2
+    # whenever the worker had its core (it waited for one less than 10 % of the time: see ``core_was_free``).
     assert cap.target_ms == pytest.approx(200.0)  # the default target: one chunk duration
-    assert [(p.streams, p.passed) for p in cap.probes] == [(1, True), (2, True), (3, False)]
     probes = {p["streams"]: p["chunks"] for p in next(r for r in _records(out)
                                                       if r["cell"]["params"]["kind"] == "capacity")["extra"]["probes"]}
-    two = probes[2]
+    assert cap.capacity <= 2 == math.floor(200 / 80)
+    assert not any(p.passed for p in cap.probes if p.streams >= 3)
+    if core_was_free(probes.values(), 0.080):
+        assert cap.capacity == 2
+        assert [(p.streams, p.passed) for p in cap.probes] == [(1, True), (2, True), (3, False)]
+    two = probes.get(2, probes[1])
     previous = 0.0
     for i in range(len(two["stream"])):
         delay = two["end_s"][i] - two["arrival_s"][i]
         assert delay >= 0.080 - CLOCK  # never less than one compute
         assert delay - load_added_s(two, i, previous) <= 0.080 * 1.03 + 0.002  # and one compute, but for load
         previous = two["end_s"][i]
-    three = probes[3]
+    three = probes.get(3) or probes[max(probes)]
     slope = delay_slope(three["arrival_s"], [e - a for e, a in zip(three["end_s"], three["arrival_s"])])
     assert slope >= 0.2 * 0.8 and slope > BEHIND_SLOPE  # load only makes chunks longer: the slope only steeper
-    assert cap.budget == 2  # 2 x p99 <= 200 ms; 3 x p99 is not
+    # The worst-case budget: the largest probed count with N x p99 compute <= 200 ms. By hand 2 (2 x 80 ms); a
+    # chunk preempted at its deadline raises the p99, so load can only lower it: never above the capacity.
+    assert cap.budget == max(p.streams for p in cap.probes if p.streams * p.p99_ms <= 200.0) <= cap.capacity
     report = (out / "report.md").read_text()
     line = next(line for line in report.splitlines() if line.startswith("| cpu, 1 thread"))
     assert [cell.strip() for cell in line.strip("|").split("|")][:5] == ["cpu, 1 thread", "8 (200 ms)", "2", "200",
@@ -126,7 +141,7 @@ def test_capacity_at_40_percent_of_real_time_is_the_hand_computed_2_streams_with
 
 # -- with a spread of costs: against a simulation of the same queue written here -------------------------------
 
-PATTERN = [0.4, 1.6, 1.0, 0.6, 1.9, 0.5]  # per-call multipliers of the fake's 40 ms (mean 1.0)
+PATTERN = [0.4, 1.6, 1.0, 0.6, 1.9, 0.5]  # per-call multipliers of the fake's 100 ms (mean 1.0)
 
 
 def simulate(streams: int, cost_s: float, pattern, chunk_s: float, chunks_per_utterance: int, target_s: float):
@@ -169,9 +184,12 @@ def simulate(streams: int, cost_s: float, pattern, chunk_s: float, chunks_per_ut
 
 
 def test_with_a_spread_of_costs_the_capacity_is_that_of_an_outside_simulation_within_one_stream(tmp_path, capsys):
-    cost, chunk = 0.040, 0.200
-    model = write_fake_model(tmp_path / "spread", compute_s=cost, frame_samples=400, final_chunks=0, pattern=PATTERN)
-    out = _run(tmp_path, capsys, source=str(model), audio_s=1.6,
+    # 100 ms a chunk on average per 500 ms chunk (8 chunks of 8 frames of 1000 samples): long enough that a
+    # late wake-up or a preempted chunk on a busy machine (a few ms to tens of ms) moves the capacity by one at most.
+    cost, chunk = 0.100, 0.500
+    model = write_fake_model(tmp_path / "spread", compute_s=cost, frame_samples=1000, final_chunks=0,
+                             pattern=PATTERN)
+    out = _run(tmp_path, capsys, source=str(model), audio_s=4.0,
                capacity={"chunk_size": 8, "left_context_chunks": 2, "max_streams": 8})
     cap = analyse(load_results(out)).settings[0].capacity
     simulated = 0
@@ -180,7 +198,10 @@ def test_with_a_spread_of_costs_the_capacity_is_that_of_an_outside_simulation_wi
             break
         simulated = n
     assert 2 <= simulated <= 6  # the case is not degenerate: the spread matters between 1 and the search's limit
-    assert abs(cap.capacity - simulated) <= 1, (cap.capacity, simulated, cap.probes)
+    assert cap.capacity <= simulated + 1, (cap.capacity, simulated, cap.probes)  # load only lowers it
+    record = next(r for r in _records(out) if r["cell"]["params"]["kind"] == "capacity")
+    if core_was_free([p["chunks"] for p in record["extra"]["probes"]], cost * min(PATTERN)):
+        assert abs(cap.capacity - simulated) <= 1, (cap.capacity, simulated, cap.probes)
 
 
 def test_phase_spread_streams_have_no_end_burst_where_aligned_ones_do(tmp_path, capsys):
