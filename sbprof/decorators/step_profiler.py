@@ -456,9 +456,16 @@ class StepProfiler(tprof.profile):
             windows += chosen
             events += view.events_in(chosen)
             memory += view.memory
+        if step is not None and not windows and self.has_schedule and self.stage_steps.get(schedule_key(step)):
+            taken = self.stage_steps[schedule_key(step)]
+            first = next((i for i in range(taken, taken + FIRST_STEPS_SHOWN) if self.schedule.reports(i)), None)
+            where = "it records no further step" if first is None else f"its first recorded step is step {first + 1}"
+            raise MeasurementError(f"no {step!r} step was recorded: {taken} step(s) taken, and its schedule "
+                                   f"({self.schedule!r}, counted for each stage on its own) has not reached its "
+                                   f"recorded part ({where}; steps counted from 1)")
         if step is not None and not windows and any(v.windows for v in views):
             raise MeasurementError(f"no recorded step is named {step!r}; recorded: "
-                                   f"{sorted({w.step for v in views for w in v.windows})}")
+                                   f"{sorted({w.step for v in views for w in v.windows if self.selects(w.step)})}")
         if not windows:
             raise self._nothing_recorded()
         first = views[0].function_events

@@ -50,3 +50,15 @@ def test_one_decorated_function_called_from_four_threads_runs_its_calls_one_at_a
     # Serialised: the 16 steps fit end to end in the elapsed time (overlapping steps would sum to ~4x it).
     assert sum(walls) <= elapsed
     assert all(w < 0.05 for w in walls)  # no step holds another thread's sleep
+
+
+def test_a_stage_that_never_reached_its_recorded_steps_says_so_when_read():
+    from sbprof import report_time
+
+    brain = sbprof.profile_optimiser(make_brain())
+    brain.fit(range(1), data(10), None)
+    brain.evaluate(data(2))  # SpeechBrain's LM_RNN example evaluates 2 batches
+    assert report_time(brain, stage="train").cpu_us > 0
+    with pytest.raises(MeasurementError, match=r"no 'test' step was recorded: 2 step\(s\) taken.*"
+                                               r"its first recorded step is step 4"):
+        report_time(brain, stage="test")
