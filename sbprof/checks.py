@@ -101,6 +101,33 @@ def check_choices(value: Any, name: str, known: Sequence[str], where: str = "", 
     return tuple(items)
 
 
+MAX_NAME_CHARS = 100
+"""Longest name that becomes part of a file name (a file name holds at most 255 bytes)."""
+
+
+def check_file_name(value: Any, name: str, where: str = "") -> str:
+    """A name that becomes (part of) a file or folder name: text without a path separator, not ``.`` or ``..``.
+
+    Example
+    -------
+    >>> check_file_name("fast-v2", "variants[0].name")
+    'fast-v2'
+    >>> check_file_name("../x/y", "variants[0].name", "c.yaml")
+    Traceback (most recent call last):
+    ...
+    sbprof.errors.ConfigError: c.yaml: variants[0].name '../x/y' becomes a file name: it must not hold '/' or '\\', be '.' or '..', or be empty
+    """
+    if not isinstance(value, str):
+        raise ConfigError(f"{_at(where, name)} must be a name (text), got {value!r}")
+    if value in ("", ".", "..") or any(c in value for c in "/\\\0"):
+        raise ConfigError(f"{_at(where, name)} {value!r} becomes a file name: it must not hold '/' or '\\', "
+                          "be '.' or '..', or be empty")
+    if len(value) > MAX_NAME_CHARS:
+        raise ConfigError(f"{_at(where, name)} is {len(value)} characters long; a name that becomes a file name "
+                          f"holds at most {MAX_NAME_CHARS}")
+    return value
+
+
 def parse_device(value: Any, where: str = "", name: str = "device") -> Tuple[str, Optional[int]]:
     """``"cpu"``, ``"cuda"`` or ``"cuda:N"`` as ``(type, index)``, without touching CUDA.
 
