@@ -25,8 +25,14 @@ def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def check_int(value: Any, name: str, minimum: int, where: str = "") -> int:
-    """``value`` as an integer of at least ``minimum``.
+MAX_COUNT = 2**31 - 1
+"""Largest size, count or repeat accepted: torch takes sizes beyond it only to fail inside a cell (an overflow)."""
+MAX_THREADS = 1024
+"""Most torch threads a setting may ask for (a million make torch abort the whole process)."""
+
+
+def check_int(value: Any, name: str, minimum: int, where: str = "", maximum: int = MAX_COUNT) -> int:
+    """``value`` as an integer from ``minimum`` to ``maximum``.
 
     Example
     -------
@@ -39,6 +45,8 @@ def check_int(value: Any, name: str, minimum: int, where: str = "") -> int:
     """
     if not is_int(value) or value < minimum:
         raise ConfigError(f"{_at(where, name)} must be an integer >= {minimum}, got {value!r}")
+    if value > maximum:
+        raise ConfigError(f"{_at(where, name)} must be at most {maximum:,}, got {value!r}")
     return value
 
 
@@ -55,7 +63,8 @@ def check_flag(value: Any, name: str, where: str = "") -> bool:
 
 
 def check_list(value: Any, name: str, integers: bool, where: str = "") -> Tuple[Any, ...]:
-    """A non-empty list of distinct positive integers (``integers``) or positive finite numbers.
+    """A non-empty list of distinct positive integers (``integers``) or positive finite numbers, none beyond
+    :data:`MAX_COUNT`.
 
     Example
     -------
@@ -72,6 +81,8 @@ def check_list(value: Any, name: str, integers: bool, where: str = "") -> Tuple[
     for v in value:
         if not ((is_int(v) and v >= 1) if integers else is_positive_number(v)):
             raise ConfigError(f"{_at(where, name)} must hold only {what}, got {v!r} in {list(value)!r}")
+        if v > MAX_COUNT:
+            raise ConfigError(f"{_at(where, name)} must hold only values up to {MAX_COUNT:,}, got {v!r}")
     if len(set(value)) != len(value):
         raise ConfigError(f"{_at(where, name)} lists a value twice: {list(value)!r}")
     return tuple(value)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from sbprof.checks import nearest
 from sbprof.errors import ConfigError
@@ -102,8 +102,50 @@ def check_structure(text: str, where: str) -> None:
                               f"{event.start_mark.line + 1}); a configuration holds a few hundred")
 
 
+Replacement = Tuple[Tuple[str, ...], Any]
+
+
+def split_overrides(document: Mapping[str, Any], overrides: Mapping[str, Any]) -> Tuple[Dict[str, Any],
+                                                                                      List[Replacement]]:
+    """Overrides HyperPyYAML can merge, and the mappings given for keys the file holds as something else.
+
+    HyperPyYAML merges a mapping into a mapping and fails on a mapping given
+    for ``null`` (or a list); those are set whole after loading instead, at
+    their key path.
+
+    Example
+    -------
+    >>> split_overrides({"capacity": None, "dims": {"a": 1}}, {"capacity": {"chunk_size": 16}, "dims": {"a": 2}})
+    ({'dims': {'a': 2}}, [(('capacity',), {'chunk_size': 16})])
+    """
+    merged: Dict[str, Any] = {}
+    replaced: List[Replacement] = []
+    for key, value in overrides.items():
+        here = document.get(key)
+        if isinstance(value, Mapping) and key in document and not isinstance(here, Mapping):
+            replaced.append(((key,), value))
+        elif isinstance(value, Mapping) and isinstance(here, Mapping):
+            inner, deeper = split_overrides(here, value)
+            merged[key] = inner
+            replaced += [((key, *path), v) for path, v in deeper]
+        else:
+            merged[key] = value
+    return merged, replaced
+
+
+def _replace(tree: Any, path: Tuple[str, ...], value: Any, file: str) -> None:
+    node = tree
+    for key in path[:-1]:
+        node = node.get(key) if isinstance(node, dict) else None
+    if not isinstance(node, dict):
+        raise ConfigError(f"command line: --{path[0]}: {'.'.join(path)} is not a plain mapping key in {file}, so a "
+                          "mapping cannot be given for it")
+    node[path[-1]] = value
+
+
 def load_yaml(path: Union[str, Path], overrides: Optional[Mapping[str, Any]] = None) -> Any:
-    """A HyperPyYAML file loaded with ``overrides`` merged in; one clear line for any failure."""
+    """A HyperPyYAML file loaded with ``overrides`` merged in (a mapping given for a key the file holds as
+    ``null`` or a list replaces it: :func:`split_overrides`); one clear line for any failure."""
     import io
 
     import ruamel.yaml
@@ -119,10 +161,11 @@ def load_yaml(path: Union[str, Path], overrides: Optional[Mapping[str, Any]] = N
         raise ConfigError(f"{file}: not valid YAML: {' '.join(str(exc).split())}") from None
     if not isinstance(top, Mapping):
         raise ConfigError(f"{file}: the top level must be a mapping of keys, got {'a list' if isinstance(top, list) else type(top).__name__}")
+    merged, replaced = split_overrides(top, overrides or {})
     stream = io.StringIO(text)
     stream.name = str(Path(path).resolve())  # HyperPyYAML resolves !include paths against the file's folder
     try:
-        return load_hyperpyyaml(stream, dict(overrides) if overrides else None, overrides_must_match=False)
+        tree = load_hyperpyyaml(stream, merged or None, overrides_must_match=False)
     except ruamel.yaml.YAMLError as exc:
         raise ConfigError(f"{file}: not valid YAML: {' '.join(str(exc).split())}") from None
     except (KeyError, ValueError, TypeError, ImportError, AttributeError) as exc:
@@ -133,6 +176,9 @@ def load_yaml(path: Union[str, Path], overrides: Optional[Mapping[str, Any]] = N
         # An !include of a file that is missing or unreadable: name that file, not this one.
         name = exc.filename or "a file it includes"
         raise ConfigError(f"{file}: {name}: cannot be read ({exc.strerror or exc}), named by an !include") from None
+    for key_path, value in replaced:
+        _replace(tree, key_path, value, file)
+    return tree
 
 
 def check_keys(tree: Any, schema: Dict[str, Any], file: str, prefix: str = "") -> None:

@@ -3,6 +3,7 @@ folder, sizes no machine holds. Each is refused in one ``sbprof: error:`` line w
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -121,3 +122,61 @@ def test_a_results_file_nested_thousands_deep_is_refused(tmp_path, capsys):
     (folder / RESULTS_FILE).write_text("[" * 100_000 + "]" * 100_000)
     assert_refused(main(["profile", "--render-only", str(folder)]), capsys,
                    "not a readable results file (nested too deep)")
+
+
+def test_a_mapping_given_for_a_null_key_is_merged(tmp_path):
+    from sbprof.cli.overrides import parse_command_line
+    from sbprof.jobs.registry import get_job
+
+    entry = get_job("stream")
+    argv = argv_of("stream", tmp_path, tmp_path / "out")
+    assert "capacity: null" in Path(argv[0]).read_text()
+    path, overrides, options = parse_command_line(
+        [argv[0], "--capacity", "{chunk_size: 16, left_context_chunks: 2}"], keys=list(entry.load("schema")))
+    cfg = entry.load("config")(path, overrides, options)
+    assert (cfg.capacity.chunk_size, cfg.capacity.left_context_chunks) == (16, 2)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_mapping_given_for_a_list_is_refused_naming_the_key(tmp_path, capsys):
+    argv = argv_of("compare-models", tmp_path, tmp_path / "out")
+    assert_refused(main(["compare-models", *argv, "--variants", "{name: a}"]), capsys,
+                   "variants must be a non-empty list of variants, got {'name': 'a'}", nothing_in=tmp_path / "out")
+
+
+HUGE = 10**20
+SIZES = {
+    "profile": [("--profiling_dimensions", f"{{batch_sizes: [{HUGE}]}}", "profiling_dimensions.batch_sizes must hold "
+                 f"only values up to 2,147,483,647, got {HUGE}"),
+                ("--profiling_dimensions", "{audio_mockup_secs: [1e300]}", "audio_mockup_secs must hold only values "
+                 "up to 2,147,483,647, got 1e+300"),
+                ("--cpu_threads", "1000000", "cpu_threads must be at most 1,024, got 1000000"),
+                ("--repeats", f"{{runs: {HUGE}}}", f"must be at most 2,147,483,647, got {HUGE}"),
+                ("--measured", f"{HUGE}", f"measured must be at most 2,147,483,647, got {HUGE}")],
+    "compare-models": [("--batch_size", f"{HUGE}", f"batch_size must be at most 2,147,483,647, got {HUGE}"),
+                       ("--values", f"[{HUGE}]", "values must hold only values up to 2,147,483,647")],
+    "stream": [("--streaming", f"{{chunk_sizes: [{HUGE}]}}", "streaming.chunk_sizes must hold only values up to")],
+    "train": [("--data", f"{{batch_size: {HUGE}}}", f"data.batch_size must be at most 2,147,483,647, got {HUGE}")],
+}
+
+
+@pytest.mark.parametrize("job, option, value, expected",
+                         [(job, *case) for job, cases in SIZES.items() for case in cases])
+def test_a_size_no_machine_holds_is_refused_before_measuring(job, option, value, expected, tmp_path, capsys):
+    argv = argv_of(job, tmp_path, tmp_path / "out")
+    assert_refused(main([job, *argv, option, value]), capsys, expected, nothing_in=tmp_path / "out")
+
+
+NAMES = ["/../../../ESCAPED", "../x/y", "..", "a\\b"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_variant_name_that_is_a_path_is_refused(name, tmp_path, capsys):
+    argv = argv_of("compare-models", tmp_path, tmp_path / "out")
+    config = Path(argv[0])
+    text = config.read_text()
+    assert '"name": "a"' in text
+    config.write_text(text.replace('"name": "a"', f'"name": {json.dumps(name)}', 1))
+    assert_refused(main(["compare-models", *argv]), capsys, f"variants[0].name {name!r} becomes a file name",
+                   nothing_in=tmp_path / "out")
+    assert not list(tmp_path.parent.rglob("ESCAPED*")) and not (tmp_path / "x").exists()
