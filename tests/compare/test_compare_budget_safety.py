@@ -67,6 +67,7 @@ def test_budget(sbprof_budget):
 
 
 def test_the_name_dotdot_deletes_nothing_above_the_baselines_folder(pytester):
+    stored_baselines(pytester.path / ".sbprof-baselines", "asr")  # the default folder, in use
     pytester.makepyfile(test_inner='''
 def test_budget(sbprof_budget):
     sbprof_budget.check("..", source="no_such_model_zz", type="EncoderASR", runs=4)
