@@ -25,8 +25,14 @@ def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def check_int(value: Any, name: str, minimum: int, where: str = "") -> int:
-    """``value`` as an integer of at least ``minimum``.
+MAX_COUNT = 2**31 - 1
+"""Largest size, count or repeat accepted: torch takes sizes beyond it only to fail inside a cell (an overflow)."""
+MAX_THREADS = 1024
+"""Most torch threads a setting may ask for (a million make torch abort the whole process)."""
+
+
+def check_int(value: Any, name: str, minimum: int, where: str = "", maximum: int = MAX_COUNT) -> int:
+    """``value`` as an integer from ``minimum`` to ``maximum``.
 
     Example
     -------
@@ -39,6 +45,8 @@ def check_int(value: Any, name: str, minimum: int, where: str = "") -> int:
     """
     if not is_int(value) or value < minimum:
         raise ConfigError(f"{_at(where, name)} must be an integer >= {minimum}, got {value!r}")
+    if value > maximum:
+        raise ConfigError(f"{_at(where, name)} must be at most {maximum:,}, got {value!r}")
     return value
 
 
@@ -55,7 +63,8 @@ def check_flag(value: Any, name: str, where: str = "") -> bool:
 
 
 def check_list(value: Any, name: str, integers: bool, where: str = "") -> Tuple[Any, ...]:
-    """A non-empty list of distinct positive integers (``integers``) or positive finite numbers.
+    """A non-empty list of distinct positive integers (``integers``) or positive finite numbers, none beyond
+    :data:`MAX_COUNT`.
 
     Example
     -------
@@ -72,6 +81,8 @@ def check_list(value: Any, name: str, integers: bool, where: str = "") -> Tuple[
     for v in value:
         if not ((is_int(v) and v >= 1) if integers else is_positive_number(v)):
             raise ConfigError(f"{_at(where, name)} must hold only {what}, got {v!r} in {list(value)!r}")
+        if v > MAX_COUNT:
+            raise ConfigError(f"{_at(where, name)} must hold only values up to {MAX_COUNT:,}, got {v!r}")
     if len(set(value)) != len(value):
         raise ConfigError(f"{_at(where, name)} lists a value twice: {list(value)!r}")
     return tuple(value)
@@ -99,6 +110,33 @@ def check_choices(value: Any, name: str, known: Sequence[str], where: str = "", 
     if len(set(items)) != len(items):
         raise ConfigError(f"{_at(where, name)} lists a {noun} twice: {list(items)!r}")
     return tuple(items)
+
+
+MAX_NAME_CHARS = 100
+"""Longest name that becomes part of a file name (a file name holds at most 255 bytes)."""
+
+
+def check_file_name(value: Any, name: str, where: str = "") -> str:
+    """A name that becomes (part of) a file or folder name: text without a path separator, not ``.`` or ``..``.
+
+    Example
+    -------
+    >>> check_file_name("fast-v2", "variants[0].name")
+    'fast-v2'
+    >>> check_file_name("../x/y", "variants[0].name", "c.yaml")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    sbprof.errors.ConfigError: c.yaml: variants[0].name '../x/y' becomes a file name: it must not hold '/' ...
+    """
+    if not isinstance(value, str):
+        raise ConfigError(f"{_at(where, name)} must be a name (text), got {value!r}")
+    if value in ("", ".", "..") or any(c in value for c in "/\\\0"):
+        raise ConfigError(f"{_at(where, name)} {value!r} becomes a file name: it must not hold '/' or '\\', "
+                          "be '.' or '..', or be empty")
+    if len(value) > MAX_NAME_CHARS:
+        raise ConfigError(f"{_at(where, name)} is {len(value)} characters long; a name that becomes a file name "
+                          f"holds at most {MAX_NAME_CHARS}")
+    return value
 
 
 def parse_device(value: Any, where: str = "", name: str = "device") -> Tuple[str, Optional[int]]:

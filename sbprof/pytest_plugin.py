@@ -11,9 +11,11 @@ The first run (no baseline yet) measures the model in ``runs`` fresh
 processes, stores that as the baseline under ``--sbprof-baselines`` (default
 ``<rootdir>/.sbprof-baselines/<name>``; commit it) and skips the test with a
 message saying so. Later runs measure again and fail the test when the gate
-(:func:`sbprof.compare.gate.gate`) calls the model regressed: slower (or
+(:func:`sbprof.analysis.gate.gate`) calls the model regressed: slower (or
 heavier) beyond ``threshold`` with its 95% interval excluding no change.
 ``--sbprof-update-baselines`` records new baselines instead of checking.
+Bad options fail the test in one ``sbprof: error:`` line before anything is
+measured or deleted; a failed or interrupted update keeps the stored baseline.
 Nothing heavy is imported until a test uses the fixture.
 """
 from __future__ import annotations
@@ -60,11 +62,24 @@ class Budget:
         (``audio_s``, ``batch_size``, ``metric``, ``threshold``, ``runs``,
         ``samples``, ...). Returns the :class:`~sbprof.compare.budget.BudgetResult`.
         """
-        from sbprof.compare.budget import check_budget
+        from sbprof.checks import nearest
+        from sbprof.compare.budget import OPTIONS, check_budget
+        from sbprof.errors import SbprofError
 
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            pytest.fail(f"sbprof: error: sbprof_budget.check: unknown option {unknown[0]!r}"
+                        f"{nearest(unknown[0], OPTIONS)}; known: {', '.join(OPTIONS)}", pytrace=False)
         variant = {k: v for k, v in dict(source=source, type=type, method=method, args=args, overrides=overrides,
                                          yaml=yaml, module=module).items() if v is not None}
-        result = check_budget(name, variant, self.baseline_dir, update=self.update, **options)
+        try:
+            result = check_budget(name, variant, self.baseline_dir, update=self.update, **options)
+        except SbprofError as exc:  # bad input or a failed run: one line, nothing stored changed
+            error = str(exc)
+        else:
+            error = None
+        if error is not None:
+            pytest.fail(f"sbprof: error: {error}", pytrace=False)
         if result.status == "failed":
             pytest.fail(result.message, pytrace=False)
         if result.status == "recorded":

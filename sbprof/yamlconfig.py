@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from sbprof.checks import nearest
 from sbprof.errors import ConfigError
+from sbprof.inputfiles import read_input_file
 
 EXAMPLE_TOKEN = "example"
 """``example_audio: example`` names the recording shipped inside sbprof, wherever the YAML lives."""
@@ -30,7 +31,8 @@ minutes, and no configuration needs more than a few KB."""
 
 
 def read_config_text(path: Union[str, Path]) -> str:
-    """The text of a configuration file, or one clear line: missing, not a file, too large, not UTF-8, empty.
+    """The text of a configuration file, or one clear line: missing, a symbolic link loop, not a regular file,
+    too large, not UTF-8, empty.
 
     Example
     -------
@@ -43,18 +45,7 @@ def read_config_text(path: Union[str, Path]) -> str:
     sbprof.errors.ConfigError: ...c.yaml: not UTF-8 text (byte 0xe9 at position 13); save it as UTF-8
     """
     file = str(path)
-    path = Path(path)
-    try:
-        if not path.is_file():
-            raise ConfigError(f"{file}: no such configuration file" if not path.exists() else
-                              f"{file}: not a file")
-        size = path.stat().st_size
-        if size > MAX_CONFIG_BYTES:
-            raise ConfigError(f"{file}: {size / 2**20:.1f} MiB is too large for a configuration file (the limit is "
-                              f"{MAX_CONFIG_BYTES // 2**20} MiB)")
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"{file}: cannot be read: {exc.strerror or exc}") from None
+    raw = read_input_file(path, MAX_CONFIG_BYTES, "configuration file")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -65,8 +56,96 @@ def read_config_text(path: Union[str, Path]) -> str:
     return text
 
 
+MAX_DEPTH = 50
+"""Deepest nesting of lists and mappings accepted (a configuration needs a handful; thousands crash the loader)."""
+MAX_NODES = 100_000
+"""Most values a configuration may hold once its aliases are expanded ("billion laughs" files hold billions)."""
+
+
+def check_structure(text: str, where: str) -> None:
+    """Refuse YAML nested deeper than :data:`MAX_DEPTH` or expanding past :data:`MAX_NODES` values, before
+    anything is built (the event stream is read without recursion and without expanding aliases).
+
+    Example
+    -------
+    >>> check_structure("a: &x [1, 2]\\nb: [*x, *x]", "c.yaml")
+    >>> check_structure("a: " + "[" * 60 + "]" * 60, "c.yaml")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    sbprof.errors.ConfigError: c.yaml: nested more than 50 levels deep (line 1); ...
+    """
+    import ruamel.yaml
+    from ruamel.yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, ScalarEvent
+
+    sizes: Dict[str, int] = {}  # values under each anchor, aliases expanded
+    open_nodes: List[List[Any]] = [[None, 0]]  # [anchor, values so far] of each open list or mapping
+    for event in ruamel.yaml.YAML(typ="rt").parse(text):
+        if isinstance(event, CollectionStartEvent):
+            open_nodes.append([event.anchor, 1])
+            if len(open_nodes) > MAX_DEPTH + 1:
+                raise ConfigError(f"{where}: nested more than {MAX_DEPTH} levels deep (line "
+                                  f"{event.start_mark.line + 1}); a configuration needs a few")
+            continue
+        if isinstance(event, CollectionEndEvent):
+            anchor, nodes = open_nodes.pop()
+        elif isinstance(event, ScalarEvent):
+            anchor, nodes = event.anchor, 1
+        elif isinstance(event, AliasEvent):
+            anchor, nodes = None, sizes.get(event.anchor, 1)
+        else:
+            continue
+        if anchor is not None:
+            sizes[anchor] = nodes
+        open_nodes[-1][1] += nodes
+        if open_nodes[-1][1] > MAX_NODES:
+            raise ConfigError(f"{where}: its aliases (*name) expand to more than {MAX_NODES:,} values (line "
+                              f"{event.start_mark.line + 1}); a configuration holds a few hundred")
+
+
+Replacement = Tuple[Tuple[str, ...], Any]
+
+
+def split_overrides(document: Mapping[str, Any], overrides: Mapping[str, Any]) -> Tuple[Dict[str, Any],
+                                                                                      List[Replacement]]:
+    """Overrides HyperPyYAML can merge, and the mappings given for keys the file holds as something else.
+
+    HyperPyYAML merges a mapping into a mapping and fails on a mapping given
+    for ``null`` (or a list); those are set whole after loading instead, at
+    their key path.
+
+    Example
+    -------
+    >>> split_overrides({"capacity": None, "dims": {"a": 1}}, {"capacity": {"chunk_size": 16}, "dims": {"a": 2}})
+    ({'dims': {'a': 2}}, [(('capacity',), {'chunk_size': 16})])
+    """
+    merged: Dict[str, Any] = {}
+    replaced: List[Replacement] = []
+    for key, value in overrides.items():
+        here = document.get(key)
+        if isinstance(value, Mapping) and key in document and not isinstance(here, Mapping):
+            replaced.append(((key,), value))
+        elif isinstance(value, Mapping) and isinstance(here, Mapping):
+            inner, deeper = split_overrides(here, value)
+            merged[key] = inner
+            replaced += [((key, *path), v) for path, v in deeper]
+        else:
+            merged[key] = value
+    return merged, replaced
+
+
+def _replace(tree: Any, path: Tuple[str, ...], value: Any, file: str) -> None:
+    node = tree
+    for key in path[:-1]:
+        node = node.get(key) if isinstance(node, dict) else None
+    if not isinstance(node, dict):
+        raise ConfigError(f"command line: --{path[0]}: {'.'.join(path)} is not a plain mapping key in {file}, so a "
+                          "mapping cannot be given for it")
+    node[path[-1]] = value
+
+
 def load_yaml(path: Union[str, Path], overrides: Optional[Mapping[str, Any]] = None) -> Any:
-    """A HyperPyYAML file loaded with ``overrides`` merged in; one clear line for any failure."""
+    """A HyperPyYAML file loaded with ``overrides`` merged in (a mapping given for a key the file holds as
+    ``null`` or a list replaces it: :func:`split_overrides`); one clear line for any failure."""
     import io
 
     import ruamel.yaml
@@ -75,16 +154,18 @@ def load_yaml(path: Union[str, Path], overrides: Optional[Mapping[str, Any]] = N
     file = str(path)
     text = read_config_text(path)
     try:
+        check_structure(text, file)
         # A structural first read (tags kept, nothing built): HyperPyYAML fails obscurely on a non-mapping.
         top = ruamel.yaml.YAML(typ="rt").load(text)
     except ruamel.yaml.YAMLError as exc:
         raise ConfigError(f"{file}: not valid YAML: {' '.join(str(exc).split())}") from None
     if not isinstance(top, Mapping):
         raise ConfigError(f"{file}: the top level must be a mapping of keys, got {'a list' if isinstance(top, list) else type(top).__name__}")
+    merged, replaced = split_overrides(top, overrides or {})
     stream = io.StringIO(text)
     stream.name = str(Path(path).resolve())  # HyperPyYAML resolves !include paths against the file's folder
     try:
-        return load_hyperpyyaml(stream, dict(overrides) if overrides else None, overrides_must_match=False)
+        tree = load_hyperpyyaml(stream, merged or None, overrides_must_match=False)
     except ruamel.yaml.YAMLError as exc:
         raise ConfigError(f"{file}: not valid YAML: {' '.join(str(exc).split())}") from None
     except (KeyError, ValueError, TypeError, ImportError, AttributeError) as exc:
@@ -95,6 +176,9 @@ def load_yaml(path: Union[str, Path], overrides: Optional[Mapping[str, Any]] = N
         # An !include of a file that is missing or unreadable: name that file, not this one.
         name = exc.filename or "a file it includes"
         raise ConfigError(f"{file}: {name}: cannot be read ({exc.strerror or exc}), named by an !include") from None
+    for key_path, value in replaced:
+        _replace(tree, key_path, value, file)
+    return tree
 
 
 def check_keys(tree: Any, schema: Dict[str, Any], file: str, prefix: str = "") -> None:

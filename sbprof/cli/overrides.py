@@ -13,6 +13,7 @@ from typing import Any, Dict, Sequence, Tuple
 
 from sbprof.checks import nearest
 from sbprof.errors import ConfigError
+from sbprof.yamlconfig import check_structure
 
 _TRUE = ("true", "yes", "1")
 _FALSE = ("false", "no", "0")
@@ -33,6 +34,7 @@ def _yaml_value(key: str, text: str) -> Any:
     import ruamel.yaml
 
     try:
+        check_structure(text, f"command line: --{key}")
         return ruamel.yaml.YAML(typ="safe", pure=True).load(text)
     except ruamel.yaml.YAMLError as exc:
         raise ConfigError(f"command line: --{key} {text!r} is not a valid YAML value "

@@ -13,21 +13,33 @@ worker processes (the comparison runner), then:
 Runs must be at least 4 (at 95%): fewer cannot show between-process noise.
 Cells are matched on the budget's name, so a baseline committed to a
 repository is found again from another clone or folder.
+
+Nothing is touched before every option is checked (:func:`check_options`).
+Then the baselines folder's lock is taken (a second process waits, and then
+finds the baseline the first one recorded); a new baseline is measured into
+``<baseline_dir>/.<name>.new`` and swapped in only once every run
+succeeded, so a failure or Ctrl-C leaves the stored baseline as it was.
 """
 from __future__ import annotations
 
+import inspect
+import os
 import shutil
+import signal
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Optional, Union
 
-from sbprof.analysis.gate import GateReport, describe_row, gate, min_runs
+from sbprof.analysis.gate import GATE_METRICS, GateReport, describe_row, gate, min_runs
+from sbprof.analysis.verdict import run_statistic
+from sbprof.checks import check_file_name, is_int, is_positive_number, nearest
 from sbprof.compare.config import validate
-from sbprof.errors import ConfigError
+from sbprof.compare.schema import CompareConfig
+from sbprof.errors import ConfigError, MeasurementError
 from sbprof.jobs.registry import get_job
 from sbprof.jobs.runner import run_config
-from sbprof.results import RESULTS_FILE, Results, load_results
+from sbprof.results import RESULTS_FILE, FolderLock, Results, load_results
 
 
 @dataclass(frozen=True)
@@ -48,10 +60,86 @@ def _named(results: Results, name: str) -> Results:
                    records=records, notes=results.notes)
 
 
+def _config(tree: Mapping[str, Any], name: str, folder: Path) -> CompareConfig:
+    return validate({**tree, "output_folder": str(folder)}, f"budget {name!r}", Path.cwd(), {"noprogressbar": True})
+
+
 def _measure(tree: Mapping[str, Any], name: str, folder: Path) -> Results:
-    cfg = validate({**tree, "output_folder": str(folder)}, f"budget {name!r}", Path.cwd(), {"noprogressbar": True})
-    outcome = run_config(get_job("compare-models"), cfg, log=lambda line: None)
+    outcome = run_config(get_job("compare-models"), _config(tree, name, folder), log=lambda line: None)
     return _named(load_results(outcome.results), name)
+
+
+def check_options(name: Any, baseline_dir: Path, audio_s: Any, metric: Any, threshold: Any, confidence: Any,
+                  runs: Any, statistic: Any) -> Path:
+    """Refuse any bad option in one line before anything is measured, made or deleted; the baseline's folder.
+
+    The name must be a file name (not ``.``, ``..``, nor hidden: the folder's
+    lock and scratch folders are hidden) that stays inside ``baseline_dir``
+    once resolved (a symbolic link out of it is refused).
+    """
+    check_file_name(name, "budget name")
+    if name.startswith("."):
+        raise ConfigError(f"budget name {name!r} must not start with '.' (hidden names hold the baselines folder's "
+                          "lock and scratch folders)")
+    if not is_positive_number(audio_s):
+        raise ConfigError(f"budget {name!r}: audio_s must be a positive number of seconds, got {audio_s!r}")
+    if metric not in GATE_METRICS:
+        raise ConfigError(f"budget {name!r}: metric must be one of {', '.join(GATE_METRICS)}, got {metric!r}"
+                          f"{nearest(str(metric), list(GATE_METRICS))}")
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
+        raise ConfigError(f"budget {name!r}: threshold must be a fraction in [0, 1] (0.10 allows 10% more), "
+                          f"got {threshold!r}")
+    if isinstance(confidence, bool) or not isinstance(confidence, float) or not 0.5 <= confidence < 1:
+        raise ConfigError(f"budget {name!r}: confidence must be a level in [0.5, 1), e.g. 0.95, got {confidence!r}")
+    if not is_int(runs) or runs < min_runs(confidence):
+        raise ConfigError(f"budget {name!r}: runs={runs!r}; a verdict at {100 * confidence:g}% needs at least "
+                          f"{min_runs(confidence)} fresh-process runs")
+    if not isinstance(statistic, str):
+        raise ConfigError(f"budget {name!r}: statistic must be median, min or pNN, got {statistic!r}")
+    run_statistic(statistic)
+    folder = Path(os.path.expanduser(str(baseline_dir)))
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"baselines folder {str(folder)!r} exists and is not a folder")
+    try:
+        root, stored = folder.resolve(), (folder / name).resolve()
+    except (RuntimeError, OSError) as exc:  # RuntimeError: a symbolic link loop
+        raise ConfigError(f"budget {name!r}: {str(folder / name)!r} cannot be resolved ({exc})") from None
+    if stored.parent != root:
+        raise ConfigError(f"budget {name!r}: {str(folder / name)!r} resolves to {str(stored)!r}, outside the "
+                          f"baselines folder {str(root)!r}")
+    return root
+
+
+def _swap_in(new: Path, stored: Path) -> None:
+    """Replace the folder ``stored`` by ``new``; Ctrl-C and SIGTERM wait until both renames are done."""
+    old = stored.parent / f".{stored.name}.old"
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        if stored.exists():
+            os.rename(stored, old)
+        os.rename(new, stored)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _record(tree: Mapping[str, Any], name: str, stored: Path, runs: int) -> BudgetResult:
+    """Measure a new baseline beside the stored one and swap it in only when every run succeeded."""
+    new = stored.parent / f".{name}.new"
+    shutil.rmtree(new, ignore_errors=True)  # left by a run killed with -9 (we hold the lock)
+    try:
+        results = _measure(tree, name, new)
+        failed = [m for m in results.records if not m.ok]
+        if failed or not results.records:
+            why = f"{failed[0].status}: {failed[0].message}" if failed else "no run was recorded"
+            kept = "the stored baseline is unchanged" if stored.exists() else "nothing was recorded"
+            raise MeasurementError(f"budget {name!r}: {len(failed)} of {len(results.records)} runs failed ({why}); "
+                                   f"{kept}")
+        _swap_in(new, stored)
+    finally:
+        shutil.rmtree(new, ignore_errors=True)
+    return BudgetResult(name, "recorded", f"budget {name!r}: baseline of {runs} runs recorded in {stored}; "
+                                          "later runs are checked against it", stored)
 
 
 def check_budget(name: str, variant: Mapping[str, Any], baseline_dir: Union[str, Path], *, audio_s: float = 2.0,
@@ -90,22 +178,29 @@ def check_budget(name: str, variant: Mapping[str, Any], baseline_dir: Union[str,
     -------
     BudgetResult
     """
-    if runs < min_runs(confidence):
-        raise ConfigError(f"budget {name!r}: runs={runs}; a verdict at {100 * confidence:g}% needs at least "
-                          f"{min_runs(confidence)} fresh-process runs")
-    if not isinstance(name, str) or not name or "/" in name:
-        raise ConfigError(f"budget name must be a non-empty string without '/', got {name!r}")
+    root = check_options(name, Path(baseline_dir), audio_s, metric, threshold, confidence, runs, statistic)
     tree = {"variants": [{"name": name, **variant}], "vary": "audio_s", "values": [audio_s],
             "batch_size": batch_size, "measured": samples, "warmup": warmup, "repeats": {"runs": runs},
             "devices": device, "cpu_threads": threads, "example_audio": example_audio, "seed": seed,
             "energy": {"cpu": False, "gpu": False}}
-    stored = Path(baseline_dir) / name
-    if update or not (stored / RESULTS_FILE).is_file():
-        if stored.exists():
-            shutil.rmtree(stored)
-        _measure(tree, name, stored)
-        return BudgetResult(name, "recorded", f"budget {name!r}: baseline of {runs} runs recorded in {stored}; "
-                                              "later runs are checked against it", stored)
+    stored = root / name
+    _config(tree, name, root / f".{name}.new")  # the model, sizes and the rest, refused before anything is made
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"baselines folder {str(root)!r} cannot be made: {exc.strerror or exc}") from None
+    with FolderLock(root, wait=True):
+        old = root / f".{name}.old"
+        if old.exists() and not stored.exists():  # a run killed between the two renames of a swap
+            os.rename(old, stored)
+        if update or not (stored / RESULTS_FILE).is_file():
+            return _record(tree, name, stored, runs)
+        return _check(tree, name, stored, metric, threshold, confidence, statistic)
+
+
+def _check(tree: Mapping[str, Any], name: str, stored: Path, metric: str, threshold: float, confidence: float,
+           statistic: str) -> BudgetResult:
+    """Measure the budget again in a scratch folder and hand it with the stored baseline to the gate."""
     baseline = _named(load_results(stored), name)
     scratch = Path(tempfile.mkdtemp(prefix=f"sbprof-budget-{name}-"))
     try:
@@ -119,3 +214,8 @@ def check_budget(name: str, variant: Mapping[str, Any], baseline_dir: Union[str,
     status = "failed" if failed else "passed"
     return BudgetResult(name, status, f"budget {name!r} ({metric}, threshold {100 * threshold:g}%): {lines}{missing}",
                         stored, report)
+
+
+OPTIONS = tuple(p for p in inspect.signature(check_budget).parameters if p not in ("name", "variant", "baseline_dir",
+                                                                                     "update"))
+"""What ``sbprof_budget.check`` passes on as options (anything else is refused by name)."""

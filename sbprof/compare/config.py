@@ -14,7 +14,7 @@ from typing import Any, Mapping, Optional, Tuple
 
 from sbprof.analysis.series import VARIED
 from sbprof.audio import check_example_audio
-from sbprof.checks import check_flag, check_int, check_list, is_positive_number, nearest
+from sbprof.checks import check_file_name, check_flag, check_int, check_list, is_positive_number, nearest
 from sbprof.compare.schema import DEFAULTS, SCHEMA, CompareConfig, EnergyConfig, Variant
 from sbprof.errors import ConfigError
 from sbprof.jobs.preamble import check_preamble, load_tree
@@ -31,8 +31,9 @@ def _variants(value: Any, file: str, base: Path) -> Tuple[Variant, ...]:
         if not isinstance(tree, Mapping):
             raise ConfigError(f"{where} must be a mapping (name, source/type or yaml/module), got {tree!r}")
         name = tree.get("name")
-        if not isinstance(name, str) or not name:
+        if name is None or name == "":
             raise ConfigError(f"{where}: missing 'name' (the label of this variant in tables and plots)")
+        check_file_name(name, f"variants[{i}].name", file)  # it names the variant's worker log
         variants.append(Variant(name, check_source({k: v for k, v in tree.items() if k != "name"}, where, base)))
     names = [v.name for v in variants]
     twice = sorted({n for n in names if names.count(n) > 1})

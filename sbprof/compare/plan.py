@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterator, List
 from sbprof.audio import input_kind
 from sbprof.compare.meterlog import attach_meter_log
 from sbprof.compare.schema import CompareConfig, Variant
-from sbprof.jobs.plan import (Batch, Group, Item, JobPlan, Records, Step, StoreView, interleaved_passes,
+from sbprof.jobs.plan import (Batch, Group, Item, JobPlan, Records, Step, StoreView, interleaved_passes, log_name,
                               repeat_policy, worker_env)
 from sbprof.jobs.preamble import Setting
 from sbprof.models.source import fingerprint
@@ -77,7 +77,7 @@ class Plan(JobPlan):
         return Batch(name=f"worker for {variant.name} on {setting.name} (run {run})", module=self.worker,
                      payload={"config": self.cfg.to_dict(), "variant": variant.name, "device": setting.device,
                               "threads": setting.threads},
-                     items=items, log=f"worker-{variant.name}.log", env=worker_env(setting.threads))
+                     items=items, log=log_name(variant.name), env=worker_env(setting.threads))
 
     def steps(self, view: StoreView) -> Iterator[Step]:
         groups = [Group([self.cell(s, v, x) for x in self.cfg.values],

@@ -8,6 +8,8 @@ folder written by another job than the command names is refused.
 """
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 from typing import Dict, Optional, Union
 
@@ -45,7 +47,7 @@ def render_only(target: Union[str, Path], job: Optional[str] = None) -> Dict[str
         The reports could not be written.
     """
     path = Path(target)
-    if not path.exists():
+    if not os.path.lexists(path):  # a link loop or a dangling link goes on, to be named by load_results
         raise ConfigError(f"{target}: no such results folder or file")
     results = load_results(path, job=job)
     try:

@@ -25,7 +25,8 @@ class FolderInUse(SbprofError):
 
 
 class FolderLock:
-    """Hold ``folder`` for this process (a context manager).
+    """Hold ``folder`` for this process (a context manager); with ``wait``, wait for the holder to finish
+    instead of refusing.
 
     Example
     -------
@@ -36,9 +37,10 @@ class FolderLock:
     True
     """
 
-    def __init__(self, folder: Union[str, Path]):
+    def __init__(self, folder: Union[str, Path], wait: bool = False):
         self.folder = Path(folder)
         self.path = self.folder / LOCK_FILE
+        self.wait = wait
         self._fd: Optional[int] = None
 
     def holder(self) -> Optional[int]:
@@ -51,13 +53,16 @@ class FolderLock:
     def acquire(self) -> None:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX if self.wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             pid = self.holder()
             who = f"process {pid}" if pid else "another process"
             raise FolderInUse(f"output folder {str(self.folder)!r} is in use by another sbprof run ({who}); "
                               "wait for it to finish or choose another --output_folder") from None
+        except BaseException:  # Ctrl-C while waiting
+            os.close(fd)
+            raise
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()} {socket.gethostname()}\n".encode())
         self._fd = fd

@@ -41,11 +41,11 @@ def load_machines(folders: Sequence[Union[str, Path]]) -> List[Machine]:
     paths = [Path(f) for f in folders]
     if len(paths) < 2:
         raise ConfigError(f"merging needs at least two results folders, got {len(paths)}")
+    loaded = [load_results(p) for p in paths]  # first: a link loop, a FIFO or a folder is named as such
     resolved = [(p / RESULTS_FILE if p.is_dir() else p).resolve() for p in paths]
     twice = sorted({str(p) for p in resolved if resolved.count(p) > 1})
     if twice:
         raise ConfigError(f"results given twice: {', '.join(twice)}")
-    loaded = [load_results(p) for p in paths]
     for path, results in zip(paths, loaded):
         if results.job not in MERGED_JOBS:
             raise ConfigError(f"{path}: holds results of 'sbprof {results.job}'; merge puts results of "

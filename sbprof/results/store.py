@@ -20,15 +20,19 @@ a file or record written by a newer sbprof is refused, naming the version this o
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 from sbprof.errors import ConfigError, SbprofError
+from sbprof.inputfiles import read_input_file
 from sbprof.record import Cell, Measurement
 from sbprof.record.results import Results, differences
 from sbprof.results.files import DISK_FULL, SpaceReserve, atomic_write_text
 
 RESULTS_FILE = "results.json"
+MAX_RESULTS_BYTES = 256 * 2**20
+"""Results files larger than this are refused unread (a long sweep with every raw sample writes a few MiB)."""
 
 Derive = Callable[[Measurement], Dict[str, Any]]
 Summarise = Callable[[Results], Dict[str, Any]]
@@ -41,20 +45,22 @@ class StorageError(SbprofError):
 def load_results(path: Union[str, Path], job: Optional[str] = None) -> Results:
     """Read a results file (or the ``results.json`` in a folder); with ``job``, refuse another job's file.
 
+    Only a regular file is read (not a folder, a FIFO or a device), and at most :data:`MAX_RESULTS_BYTES`.
+
     Raises
     ------
     ConfigError
         One line naming the file and what is wrong with it.
     """
     path = Path(path)
-    if path.is_dir():
+    if path.name != RESULTS_FILE and path.is_dir():
         path = path / RESULTS_FILE
+    raw = read_input_file(path, MAX_RESULTS_BYTES, "results file")
     try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such results file") from None
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{path}: not a readable results file ({exc}); move it away to start afresh") from None
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested thousands deep
+        why = exc if isinstance(exc, ValueError) else "nested too deep"
+        raise ConfigError(f"{path}: not a readable results file ({why}); move it away to start afresh") from None
     results = Results.from_dict(data, str(path))
     if job is not None and results.job != job:
         raise ConfigError(f"{path} holds results of 'sbprof {results.job}', not of 'sbprof {job}': render it with "
@@ -103,7 +109,7 @@ class ResultStore:
         self.results = now
         self._records: Dict[Tuple[Any, ...], Measurement] = {}
         self.reserve = SpaceReserve(self.path.parent)
-        if self.path.exists():
+        if os.path.lexists(self.path):  # whatever it is: a link loop or a FIFO is refused, not written over
             stored = load_results(self.path)
             self._refuse_mismatch(stored, now)
             self.results = Results(job=stored.job, rules=stored.rules, models={**stored.models, **now.models},

@@ -79,5 +79,5 @@ def test_fixture_skips_when_it_records_and_fails_when_the_budget_is_exceeded(mon
 def test_budget_refuses_too_few_runs_and_bad_names(tmp_path):
     with pytest.raises(ConfigError, match="runs=3; a verdict at 95% needs at least 4 fresh-process runs"):
         check_budget("b", {"source": "encoder_asr", "type": "EncoderASR"}, tmp_path, runs=3)
-    with pytest.raises(ConfigError, match="without '/'"):
+    with pytest.raises(ConfigError, match="becomes a file name: it must not hold '/'"):
         check_budget("a/b", {"source": "encoder_asr", "type": "EncoderASR"}, tmp_path)
