@@ -1,0 +1,264 @@
+"""Where ``sbprof run`` finds steps in a script it does not edit: class-level hooks installed before the script runs.
+
+- ``speechbrain.core.Brain``: every instance, once built, has its
+  ``fit_batch`` and ``evaluate_batch`` (the subclass's own, when it overrides
+  them) wrapped: each call is a step of its stage (``train``, ``valid``,
+  ``test``). Unless ``--continue``, the Brain is built in SpeechBrain's own debug
+  mode (``debug_batches = warmup + measured``, one epoch): each stage stops
+  after its steps, and its checkpointer writes to a temporary folder, so
+  the recipe's own checkpoints are left as they were.
+- ``speechbrain.inference`` interfaces: each call of a batch or file method
+  (``transcribe_batch``, ``transcribe_file``, ``encode_batch``...) is a step of
+  the stage named after the method; a call inside another counts once.
+- a plain PyTorch loop: a step starts at the first outermost ``nn.Module``
+  call with gradients enabled and ends when ``Optimizer.step`` returns; the
+  modules whose parameters the optimiser updates are its model.
+- ``DataLoader`` iterators: the time inside ``__next__`` is data wait, and
+  a SpeechBrain ``PaddedBatch`` gives the step its utterances and audio seconds.
+
+Forward time is the time inside outermost ``nn.Module`` calls,
+backward inside ``torch.autograd.backward``, optimiser inside ``Optimizer.step``.
+"""
+from __future__ import annotations
+
+import functools
+import time
+from typing import Any, Callable, List, Optional, Tuple
+
+import torch
+
+from sbprof.run.session import Session
+
+BRAIN_METHODS = ("fit_batch", "evaluate_batch")
+INFERENCE_METHODS = ("transcribe_batch", "transcribe_file", "encode_batch", "encode_file", "classify_batch",
+                     "classify_file", "separate_batch", "separate_file", "enhance_batch", "enhance_file",
+                     "verify_batch", "verify_files", "decode_batch", "estimate_batch")
+DEFAULT_SAMPLE_RATE = 16000
+
+
+def batch_size_and_audio(batch: Any, sample_rate: int) -> Tuple[Optional[int], Optional[float]]:
+    """Utterances and audio seconds of a SpeechBrain ``PaddedBatch`` (its ``sig``), else ``(None, None)``.
+
+    Example
+    -------
+    >>> from speechbrain.dataio.batch import PaddedBatch
+    >>> batch = PaddedBatch([{"sig": torch.zeros(16000)}, {"sig": torch.zeros(8000)}])
+    >>> batch_size_and_audio(batch, 16000)
+    (2, 1.5)
+    """
+    signal = getattr(batch, "sig", None)
+    if signal is None or not isinstance(signal, tuple) or len(signal) != 2:
+        return None, None
+    wavs, lengths = signal
+    if not torch.is_tensor(wavs) or wavs.dim() < 2:
+        return None, None
+    return int(wavs.shape[0]), float(lengths.sum()) * wavs.shape[1] / sample_rate
+
+
+def _call_audio(args: tuple, kwargs: dict, sample_rate: int) -> Tuple[Optional[int], Optional[float]]:
+    """Utterances and seconds of an interface's ``*_batch(wavs, wav_lens)`` call."""
+    wavs = args[0] if args else kwargs.get("wavs", kwargs.get("mix", kwargs.get("noisy")))
+    if not torch.is_tensor(wavs) or wavs.dim() < 2:
+        return None, None
+    lengths = args[1] if len(args) > 1 else kwargs.get("wav_lens", kwargs.get("lengths"))
+    relative = float(lengths.sum()) if torch.is_tensor(lengths) else float(wavs.shape[0])
+    return int(wavs.shape[0]), relative * wavs.shape[1] / sample_rate
+
+
+def _device_of(module: Optional[torch.nn.Module]) -> str:
+    parameter = next(module.parameters(), None) if module is not None else None
+    return "cpu" if parameter is None else str(parameter.device)
+
+
+class Hooks:
+    """Installs the hooks of the module docstring into this process; :meth:`remove` undoes every one."""
+
+    def __init__(self, session: Session):
+        self.session = session
+        self.steps = session.steps
+        self._undo: List[Callable[[], None]] = []
+        self._depth = 0  # outermost module calls
+        self._in_call = 0  # hooked Brain or interface calls now running
+        self._loop_model: Optional[torch.nn.Module] = None
+        self._roots: List[torch.nn.Module] = []
+        self._optimizers: List[torch.optim.Optimizer] = []
+        self._pending_batch: Any = None  # the last batch a DataLoader gave, for the next loop step
+
+    # ------------------------------------------------------------ install
+
+    def install(self) -> None:
+        self._patch(torch.autograd, "backward", self._timed("backward", torch.autograd.backward))
+        from torch.utils.data import dataloader
+
+        self._patch(dataloader._BaseDataLoaderIter, "__next__", self._waited(dataloader._BaseDataLoaderIter.__next__))
+        from torch.nn.modules import module
+        from torch.optim import optimizer
+
+        for handle in (module.register_module_forward_pre_hook(self._forward_pre),
+                       module.register_module_forward_hook(self._forward_post, always_call=True),
+                       optimizer.register_optimizer_step_pre_hook(self._optimizer_pre),
+                       optimizer.register_optimizer_step_post_hook(self._optimizer_post)):
+            self._undo.append(handle.remove)
+        try:
+            from speechbrain.core import Brain
+            from speechbrain.inference.interfaces import Pretrained
+        except ImportError:
+            return
+        self._patch(Brain, "__init__", self._brain_init(Brain.__init__))
+        self._patch(Pretrained, "__init__", self._pretrained_init(Pretrained.__init__))
+
+    def _patch(self, owner: Any, name: str, value: Any) -> None:
+        had = name in vars(owner)
+        original = vars(owner).get(name)
+        setattr(owner, name, value)
+        self._undo.append(lambda: setattr(owner, name, original) if had else delattr(owner, name))
+
+    def remove(self) -> None:
+        for undo in reversed(self._undo):
+            undo()
+        self._undo = []
+
+    # ------------------------------------------------------------ regions
+
+    def _timed(self, region: str, function: Callable) -> Callable:
+        steps = self.steps
+
+        @functools.wraps(function)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            steps.enter(region)
+            try:
+                return function(*args, **kwargs)
+            finally:
+                steps.leave(region)
+        return timed
+
+    def _waited(self, next_batch: Callable) -> Callable:
+        steps = self.steps
+
+        @functools.wraps(next_batch)
+        def waited(iterator: Any) -> Any:
+            start = time.perf_counter()
+            batch = next_batch(iterator)
+            steps.add_wait(time.perf_counter() - start)
+            self._pending_batch = batch
+            return batch
+        return waited
+
+    def _forward_pre(self, module: torch.nn.Module, args: Any) -> None:
+        self._depth += 1
+        if self._depth != 1:
+            return
+        if self.steps.current is None and self._in_call == 0 and torch.is_grad_enabled():
+            self._begin_loop_step(module)
+        if not self._roots or module is not self._roots[-1]:
+            self._roots.append(module)
+            del self._roots[:-8]
+        self.steps.enter("forward")
+
+    def _forward_post(self, module: torch.nn.Module, args: Any, output: Any) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self.steps.leave("forward")
+
+    def _begin_loop_step(self, module: torch.nn.Module) -> None:
+        model = self._loop_model
+        self.session.begin("train", "loop", model, _device_of(model or module),
+                           optimizers=lambda: list(self._optimizers))
+        if self._pending_batch is not None:
+            self.steps.set_batch(*batch_size_and_audio(self._pending_batch, DEFAULT_SAMPLE_RATE))
+            self._pending_batch = None
+
+    def _optimizer_pre(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        self.steps.enter("optimizer")
+
+    def _optimizer_post(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        self.steps.leave("optimizer")
+        step = self.steps.current
+        if self._in_call or step is None or self.session.found.get(step.stage) != "loop":
+            return
+        self.session.end()
+        if self._loop_model is None:
+            self._find_loop_model(optimizer)
+
+    def _find_loop_model(self, optimizer: torch.optim.Optimizer) -> None:
+        """The modules (called outermost) whose parameters this optimiser updates: the loop's model."""
+        updated = {id(p) for group in optimizer.param_groups for p in group["params"]}
+        owners = [m for m in dict.fromkeys(self._roots) if any(id(p) in updated for p in m.parameters())]
+        self._optimizers = [optimizer]
+        if len(owners) == 1:
+            self._loop_model = owners[0]
+        elif owners:
+            self._loop_model = torch.nn.ModuleDict({f"{type(m).__name__}{i}": m for i, m in enumerate(owners)})
+
+    # ------------------------------------------------------------ SpeechBrain
+
+    def _brain_init(self, init: Callable) -> Callable:
+        hooks = self
+
+        @functools.wraps(init)
+        def brain_init(brain: Any, modules: Any = None, opt_class: Any = None, hparams: Any = None,
+                       run_opts: Any = None, checkpointer: Any = None) -> None:
+            if not hooks.session.keep_going:
+                steps = hooks.steps.warmup + hooks.steps.measured
+                run_opts = {**(run_opts or {}), "debug": True, "debug_batches": steps, "debug_epochs": 1}
+            init(brain, modules, opt_class, hparams, run_opts, checkpointer)
+            for name in BRAIN_METHODS:
+                setattr(brain, name, hooks._brain_step(brain, name, getattr(brain, name)))
+        return brain_init
+
+    def _brain_step(self, brain: Any, name: str, method: Callable) -> Callable:
+        hooks = self
+        rate = int(getattr(getattr(brain, "hparams", None), "sample_rate", DEFAULT_SAMPLE_RATE))
+
+        @functools.wraps(method)
+        def step(*args: Any, **kwargs: Any) -> Any:
+            if hooks._in_call:
+                return method(*args, **kwargs)
+            stage = "train" if name == "fit_batch" else getattr(
+                kwargs.get("stage", args[1] if len(args) > 1 else None), "name", "test").lower()
+            optimizers = lambda: list((getattr(brain, "optimizers_dict", None) or {}).values())  # noqa: E731
+            return hooks._step(stage, "brain", brain.modules, str(brain.device), optimizers, method, args, kwargs,
+                               batch_size_and_audio(args[0] if args else kwargs.get("batch"), rate))
+        return step
+
+    def _pretrained_init(self, init: Callable) -> Callable:
+        hooks = self
+
+        @functools.wraps(init)
+        def pretrained_init(interface: Any, *args: Any, **kwargs: Any) -> None:
+            init(interface, *args, **kwargs)
+            for name in INFERENCE_METHODS:
+                method = getattr(interface, name, None)
+                if callable(method):
+                    setattr(interface, name, hooks._inference_step(interface, name, method))
+        return pretrained_init
+
+    def _inference_step(self, interface: Any, name: str, method: Callable) -> Callable:
+        hooks = self
+        rate = int(getattr(getattr(interface, "audio_normalizer", None), "sample_rate", DEFAULT_SAMPLE_RATE))
+
+        @functools.wraps(method)
+        def step(*args: Any, **kwargs: Any) -> Any:
+            audio = _call_audio(args, kwargs, rate) if name.endswith("_batch") else (None, None)
+            if hooks._in_call:  # e.g. transcribe_file calling transcribe_batch: its audio is the outer step's
+                hooks.steps.set_batch(*audio)
+                return method(*args, **kwargs)
+            return hooks._step(name, "inference", interface.mods, str(interface.device), list, method, args,
+                               kwargs, audio)
+        return step
+
+    def _step(self, stage: str, kind: str, root: Any, device: str, optimizers: Callable, method: Callable,
+              args: tuple, kwargs: dict, audio: Tuple[Optional[int], Optional[float]]) -> Any:
+        """One hooked call as one step of ``stage``."""
+        self.session.begin(stage, kind, root, device, optimizers)
+        self.steps.set_batch(*audio)
+        self._in_call += 1
+        try:
+            result = method(*args, **kwargs)
+        except BaseException:
+            self._in_call -= 1
+            self.session.end(ok=False)
+            raise
+        self._in_call -= 1
+        self.session.end()
+        return result

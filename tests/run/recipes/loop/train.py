@@ -1,0 +1,60 @@
+"""A plain PyTorch loop for the tests of sbprof run: a DataLoader with 2 workers whose items sleep a known time,
+a model with a module that spins a known time in forward, and its own argparse flags.
+
+    python train.py --steps 8 --sleep_ms 20 --spin_ms 15 --losses losses.txt
+"""
+import argparse
+import os
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "brain"))
+from spin import Spin  # noqa: E402
+
+
+class Sleepy(torch.utils.data.Dataset):
+    def __init__(self, n: int, sleep_ms: float):
+        self.n, self.sleep_ms = n, sleep_ms
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        time.sleep(self.sleep_ms / 1e3)
+        g = torch.Generator().manual_seed(i)
+        return torch.randn(16, generator=g), torch.randn(1, generator=g)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--sleep_ms", type=float, default=0.0)
+    parser.add_argument("--spin_ms", type=float, default=0.0)
+    parser.add_argument("--workers", type=int, default=0)
+    parser.add_argument("--losses", default=None)
+    parser.add_argument("--raise_at", type=int, default=None)
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), Spin(args.spin_ms), torch.nn.Linear(32, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loader = torch.utils.data.DataLoader(Sleepy(args.steps, args.sleep_ms), batch_size=1,
+                                         num_workers=args.workers)
+    losses = []
+    for step, (x, y) in enumerate(loader):
+        if args.raise_at is not None and step == args.raise_at:
+            raise RuntimeError(f"the recipe's own error at step {step}")
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    if args.losses:
+        with open(args.losses, "w") as f:
+            f.write("\n".join(repr(v) for v in losses))
+    print(f"trained {len(losses)} steps")
+
+
+if __name__ == "__main__":
+    main()
