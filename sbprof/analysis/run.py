@@ -11,7 +11,7 @@ Example
 ...                        "backward_s": [0] * 4, "optimizer_s": [0] * 4, "utterances": [2] * 4,
 ...                        "audio_s": [4.0] * 4})
 >>> s = analyse(Results("run", records=[m])).stages[0]
->>> s.step.median, round(s.data_wait_share, 3), s.utterances_per_s, round(s.forward_share, 3)
+>>> s.step.median, round(s.data_wait_share, 3), round(s.utterances_per_s, 6), round(s.forward_share, 3)
 (0.2, 0.4, 10.0, 0.417)
 """
 from __future__ import annotations
@@ -22,6 +22,8 @@ from typing import Any, Dict, List, Optional
 from sbprof.record import Measurement
 from sbprof.record.results import Results
 from sbprof.stats import Stats, rtf, rtfx, summarise
+
+OTHER = "(other)"
 
 DEFINITIONS = {
     "step": "one Brain batch (fit_batch / evaluate_batch), one inference call, or in a plain loop the span from "
@@ -36,7 +38,8 @@ DEFINITIONS = {
     "forward, backward, optimiser": "time inside outermost nn.Module calls, torch.autograd.backward and "
                                     "Optimizer.step, as shares of the summed step time",
     "per-module time": "light attribution (clocks at each module boundary, forward and backward), ms per "
-                       "measured step, the largest first",
+                       "measured step (mean), the largest first; a module's time includes its children's; share = "
+                       "its time / the mean step time; (other) = the step's time outside every module",
     "FLOPs per step": "forward + backward FLOPs counted on the last warm-up step (its batch shapes); achieved "
                       "FLOP/s = FLOPs per step / median step time",
     "peak memory": "over the measured steps: resident set (VmHWM after - RSS before, CPU) or the CUDA "
@@ -107,7 +110,8 @@ def stage_figures(m: Measurement) -> StageFigures:
         fig.flops_per_step = float(flops)
         fig.achieved_flops_per_s = flops / step.median
     rows = ((m.extra.get("modules") or {}).get("rows")) or []
-    fig.modules = sorted(rows, key=lambda r: -r["total_ms"])
+    # Modules largest first; the step's time outside every module ("(other)") last: it is not a module.
+    fig.modules = sorted(rows, key=lambda r: (r["label"] == OTHER, -r["total_ms"]))
     return fig
 
 

@@ -48,7 +48,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0 if argv else EXIT_CONFIG
     name, rest = argv[0], argv[1:]
     if name == "run":  # the script's own arguments follow the script: not the jobs' --key value overrides
-        from sbprof.run.command import main as run_script
+        from sbprof.cli.run import main as run_script
 
         return run_script(rest, prog="sbprof run")
     if name in TOOLS:

@@ -9,7 +9,7 @@ from typing import Dict, List, Optional, Union
 
 from tabulate import tabulate
 
-from sbprof.analysis.run import DEFINITIONS, RunReport, StageFigures
+from sbprof.analysis.run import DEFINITIONS, OTHER, RunReport, StageFigures
 from sbprof.report.counts import si
 from sbprof.report.format import bytes_in, sig3
 from sbprof.results.files import atomic_write_text
@@ -59,16 +59,21 @@ def summary_table(s: StageFigures) -> str:
     return tabulate(rows, headers=["figure", "value"], tablefmt="github", disable_numparse=True)
 
 
+def _top(rows: List[Dict]) -> List[Dict]:
+    """The first :data:`TOP_MODULES` modules, then the rows that are not modules (``(other)``)."""
+    modules = [r for r in rows if r["label"] != OTHER]
+    return modules[:TOP_MODULES] + [r for r in rows if r["label"] == OTHER]
+
+
 def modules_table(s: StageFigures) -> Optional[str]:
     """The modules taking the most time per step, largest first."""
     if not s.modules:
         return None
-    step_ms = 1e3 * s.step.median
     table = [[r["label"], r["type"], f"{r['total_ms']:.2f}", "n/a" if r.get("forward_ms") is None
               else f"{r['forward_ms']:.2f}", "n/a" if r.get("backward_ms") is None else f"{r['backward_ms']:.2f}",
-              f"{100 * r['total_ms'] / step_ms:.1f}%"] for r in s.modules[:TOP_MODULES]]
+              f"{100 * r['share']:.1f}%"] for r in _top(s.modules)]
     return tabulate(table, headers=["module", "type", "ms per step", "forward ms", "backward ms",
-                                    "of median step"], tablefmt="github", disable_numparse=True)
+                                    "share of step"], tablefmt="github", disable_numparse=True)
 
 
 def params_table(s: StageFigures) -> Optional[str]:

@@ -71,7 +71,6 @@ if __name__ == "__main__":
     with open(hparams_file) as f:
         hparams = load_hyperpyyaml(f, overrides)
     sb.create_experiment_directory(hparams["output_folder"], hyperparams_to_save=hparams_file, overrides=overrides)
-    torch.manual_seed(hparams["seed"])
     train = dataset(os.path.join(os.path.dirname(os.path.abspath(hparams_file)), hparams["manifest"]), hparams)
     brain_class = TimedBrain if hparams["timed"] else ToyBrain
     brain = brain_class(hparams["modules"], hparams["opt_class"], hparams, run_opts, hparams["checkpointer"])
