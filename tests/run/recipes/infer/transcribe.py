@@ -3,6 +3,7 @@
     python transcribe.py --source MODEL_FOLDER --batches 8 --batch_size 2 --seconds 1.0
 """
 import argparse
+import time
 
 import torch
 from speechbrain.inference.ASR import EncoderASR
@@ -20,7 +21,9 @@ def main():
     samples = int(args.seconds * 16000)
     for _ in range(args.batches):
         wavs = 0.1 * torch.randn(args.batch_size, samples, generator=generator)
+        start = time.perf_counter()
         asr.transcribe_batch(wavs, torch.ones(args.batch_size))
+        print(f"call_s {time.perf_counter() - start!r}", flush=True)
     print("transcribed", args.batches, "batches")
 
 

@@ -15,14 +15,20 @@ from spin import Spin  # noqa: E402
 
 
 class Sleepy(torch.utils.data.Dataset):
-    def __init__(self, n: int, sleep_ms: float):
-        self.n, self.sleep_ms = n, sleep_ms
+    """Each item sleeps ``sleep_ms``; with ``log``, each __getitem__'s own perf_counter time is appended there."""
+
+    def __init__(self, n: int, sleep_ms: float, log=None):
+        self.n, self.sleep_ms, self.log = n, sleep_ms, log
 
     def __len__(self):
         return self.n
 
     def __getitem__(self, i):
+        start = time.perf_counter()
         time.sleep(self.sleep_ms / 1e3)
+        if self.log:
+            with open(self.log, "a") as f:
+                f.write(f"{time.perf_counter() - start!r}\n")
         g = torch.Generator().manual_seed(i)
         return torch.randn(16, generator=g), torch.randn(1, generator=g)
 
@@ -35,11 +41,14 @@ def main():
     parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--losses", default=None)
     parser.add_argument("--raise_at", type=int, default=None)
+    parser.add_argument("--getitem_log", default=None)
+    parser.add_argument("--warmup", type=int, default=0, help="the script's own flag, named like one of sbprof's")
     args = parser.parse_args()
+    print(f"script args: {sorted(vars(args).items())}")
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), Spin(args.spin_ms), torch.nn.Linear(32, 1))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    loader = torch.utils.data.DataLoader(Sleepy(args.steps, args.sleep_ms), batch_size=1,
+    loader = torch.utils.data.DataLoader(Sleepy(args.steps, args.sleep_ms, args.getitem_log), batch_size=1,
                                          num_workers=args.workers)
     losses = []
     for step, (x, y) in enumerate(loader):
@@ -50,9 +59,9 @@ def main():
         loss.backward()
         opt.step()
         losses.append(loss.item())
-    if args.losses:
-        with open(args.losses, "w") as f:
-            f.write("\n".join(repr(v) for v in losses))
+        if args.losses:
+            with open(args.losses, "a") as f:
+                f.write(f"{loss.item()!r}\n")
     print(f"trained {len(losses)} steps")
 
 
