@@ -89,9 +89,14 @@ def parse(argv: List[str], prog: str) -> Union[RunConfig, int]:
                           f"{args.measured}")
     target = check_target(script, args.module, script_args)
     folder = check_output_folder(args.output_folder, "--output_folder", str(Path("results") / "run" / target.name))
+    rank = os.environ.get("RANK") if os.environ.get("WORLD_SIZE") is not None else None
+    ranks = None
+    if rank is not None:  # under torchrun: each rank its own results below the folder, the rank files beside them
+        folder, ranks = str(Path(folder) / f"rank{rank}"), str(Path(folder) / "ranks")
     preamble = Preamble(devices=("cpu",), cpu_threads=(1,), cuda_threads=1, seed=0, warmup=args.warmup,
                         measured=args.measured, repeats=Repeats(runs=1), output_folder=folder, progress_bar=False)
-    return RunConfig(preamble=preamble, target=target, keep_going=args.keep_going, trace=args.trace)
+    return RunConfig(preamble=preamble, target=target, keep_going=args.keep_going, trace=args.trace,
+                     rank_folder=ranks)
 
 
 def main(argv: List[str], prog: str = "sbprof run") -> int:

@@ -31,6 +31,7 @@ class RunConfig:
     target: Target
     keep_going: bool = False
     trace: bool = True
+    rank_folder: Optional[str] = None  # under torchrun: where the ranks' files go (this rank's results go below)
 
     def rules(self) -> Dict[str, Any]:
         return {"script": self.target.path, "module": self.target.module, "args": list(self.target.args),
@@ -62,7 +63,12 @@ class Plan(JobPlan):
 
         pre = self.cfg.preamble
         trace_dir = Path(pre.output_folder) / TRACE_DIR if self.cfg.trace else None
-        session = Session(pre.warmup, pre.measured, self.cfg.keep_going, trace_dir)
+        ranks = None
+        if self.cfg.rank_folder is not None:
+            from sbprof.run.ranks import rank_steps
+
+            ranks = rank_steps(Path(self.cfg.target.argv0).name, Path(self.cfg.rank_folder))
+        session = Session(pre.warmup, pre.measured, self.cfg.keep_going, trace_dir, ranks)
         hooks = Hooks(session)
         hooks.install()
         try:
@@ -70,6 +76,9 @@ class Plan(JobPlan):
         finally:
             session.finish()
             hooks.remove()
+            if ranks is not None:  # a normal end reads "done" in the merged run; another end, in words
+                normal = self.ended is not None and self.ended.exit_code == 0
+                ranks.close("done" if normal else f"the script {describe(self.ended)}")
         records = [self._record(stage, session) for stage in session.steps.stages
                    if session.steps.stages[stage].wall_s]
         if not records and self.ended.how != "raised":

@@ -42,10 +42,13 @@ class Session:
         ``--continue``: past the recorded steps, nothing stops the script.
     trace_dir : Path, optional
         Where the trace of the measured steps goes (``None``: no trace).
+    ranks : sbprof.run.ranks.RankSteps, optional
+        Under torchrun: where each measured step also goes (this rank's file).
     """
 
-    def __init__(self, warmup: int, measured: int, keep_going: bool, trace_dir: Optional[Path]):
+    def __init__(self, warmup: int, measured: int, keep_going: bool, trace_dir: Optional[Path], ranks: Any = None):
         self.steps = Steps(warmup, measured)
+        self.ranks = ranks  # under torchrun, this rank's section (sbprof.run.ranks.RankSteps)
         self.keep_going = keep_going
         self.trace_dir = trace_dir
         self.found: Dict[str, str] = {}  # stage -> what made its steps (brain, loop, inference)
@@ -98,7 +101,9 @@ class Session:
         if step is None:
             return
         if ok:
-            self.steps.end()
+            start, wall, cpu = self.steps.end()
+            if self.ranks is not None and self.steps.stages[step.stage].seen > self.steps.warmup:
+                self.ranks.step(step.stage, start, wall, cpu)
         else:
             self.steps.discard()
         module_step = self._open.pop("module_step", None)

@@ -17,7 +17,7 @@ Example
 ...     steps.begin("train")
 ...     with steps.region("forward"):
 ...         time.sleep(0.001)
-...     steps.end()
+...     _ = steps.end()
 >>> s = steps.stages["train"]
 >>> len(s.wall_s), s.forward_s[1] >= 0.001, steps.phase("train")
 (3, True, 'done')
@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional
+from typing import Dict, Iterator, List, Optional, Tuple
 
 REGIONS = ("forward", "backward", "optimizer")
 PHASES = ("warmup", "measured", "done")
@@ -96,11 +96,12 @@ class Steps:
             return
         self.current = _Open(stage, time.perf_counter(), time.process_time(), wait)
 
-    def end(self) -> None:
-        """The open step ends now (a step past the recorded ones only counts)."""
+    def end(self) -> Optional[Tuple[float, float, float]]:
+        """The open step ends now: its ``(perf_counter start, wall seconds, CPU seconds)``, or ``None`` when no step
+        was open."""
         step, self.current = self.current, None
         if step is None:
-            return
+            return None
         wall, cpu = time.perf_counter() - step.wall0, time.process_time() - step.cpu0
         record = self.stages[step.stage]
         record.seen += 1
@@ -112,6 +113,7 @@ class Steps:
         record.optimizer_s.append(step.regions["optimizer"])
         record.utterances.append(step.utterances)
         record.audio_s.append(step.audio_s)
+        return step.wall0, wall, cpu
 
     def discard(self) -> None:
         """The open step raised: it is not a step."""
