@@ -68,3 +68,14 @@ def test_a_script_raising_in_step_3_keeps_its_traceback_and_a_report(tmp_path):
     train = records(tmp_path / "out")["train"]
     assert train["warmup"] == 2 and len(train["wall_s"]) == 1  # steps 0 and 1 warm-up, step 2 measured
     assert "the script raised RuntimeError" in (tmp_path / "out" / "report.md").read_text()
+
+
+@pytest.mark.parametrize("flag, code, words", [("--exit_at", 3, "exited with status 3"),
+                                               ("--interrupt_at", 130, "was interrupted")])
+def test_a_script_that_exits_or_is_interrupted_leaves_a_report_and_its_status(tmp_path, flag, code, words):
+    done = sbprof_run(["--output_folder", str(tmp_path / "out"), str(LOOP), "--steps", "8", flag, "4"],
+                      cwd=tmp_path)
+    assert done.returncode == code, done.stderr
+    train = records(tmp_path / "out")["train"]
+    assert len(train["wall_s"]) == 2  # steps 2 and 3 measured, then the script ended in step 4
+    assert words in (tmp_path / "out" / "report.md").read_text()

@@ -5,6 +5,7 @@ a model with a module that spins a known time in forward, and its own argparse f
 """
 import argparse
 import os
+import signal
 import sys
 import time
 
@@ -41,6 +42,8 @@ def main():
     parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--losses", default=None)
     parser.add_argument("--raise_at", type=int, default=None)
+    parser.add_argument("--exit_at", type=int, default=None, help="sys.exit(3) at this step")
+    parser.add_argument("--interrupt_at", type=int, default=None, help="send this process SIGINT at this step")
     parser.add_argument("--getitem_log", default=None)
     parser.add_argument("--warmup", type=int, default=0, help="the script's own flag, named like one of sbprof's")
     args = parser.parse_args()
@@ -54,6 +57,10 @@ def main():
     for step, (x, y) in enumerate(loader):
         if args.raise_at is not None and step == args.raise_at:
             raise RuntimeError(f"the recipe's own error at step {step}")
+        if step == args.exit_at:
+            sys.exit(3)
+        if step == args.interrupt_at:
+            os.kill(os.getpid(), signal.SIGINT)
         loss = torch.nn.functional.mse_loss(model(x), y)
         opt.zero_grad()
         loss.backward()
