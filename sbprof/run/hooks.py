@@ -6,7 +6,8 @@
   ``test``). Unless ``--continue``, the Brain is built in SpeechBrain's own debug
   mode (``debug_batches = warmup + measured``, one epoch): each stage stops
   after its steps, and its checkpointer writes to a temporary folder, so
-  the recipe's own checkpoints are left as they were.
+  the recipe's own checkpoints are left as they were; the script stops when
+  ``evaluate`` returns (the test stage is a recipe's last), or ends after ``fit``.
 - ``speechbrain.inference`` interfaces: each call of a batch or file method
   (``transcribe_batch``, ``transcribe_file``, ``encode_batch``...) is a step of
   the stage named after the method; a call inside another counts once.
@@ -27,7 +28,7 @@ from typing import Any, Callable, List, Optional, Tuple
 
 import torch
 
-from sbprof.run.session import Session
+from sbprof.run.session import Session, StopRun
 
 BRAIN_METHODS = ("fit_batch", "evaluate_batch")
 INFERENCE_METHODS = ("transcribe_batch", "transcribe_file", "encode_batch", "encode_file", "classify_batch",
@@ -204,7 +205,34 @@ class Hooks:
             init(brain, modules, opt_class, hparams, run_opts, checkpointer)
             for name in BRAIN_METHODS:
                 setattr(brain, name, hooks._brain_step(brain, name, getattr(brain, name)))
+            if not hooks.session.keep_going:
+                brain.fit = hooks._one_epoch(brain, brain.fit)
+                brain.evaluate = hooks._stop_after(brain.evaluate)
         return brain_init
+
+    def _one_epoch(self, brain: Any, fit: Callable) -> Callable:
+        """``fit`` with SpeechBrain's debug mode stopping after its first epoch, whatever its epoch numbering."""
+
+        @functools.wraps(fit)
+        def one_epoch(epoch_counter: Any, *args: Any, **kwargs: Any) -> Any:
+            if hasattr(epoch_counter, "current"):  # an EpochCounter: epochs current + 1, current + 2, ...
+                brain.debug_epochs = epoch_counter.current + 1
+            elif isinstance(epoch_counter, (range, list, tuple)) and len(epoch_counter):
+                brain.debug_epochs = epoch_counter[0]
+            return fit(epoch_counter, *args, **kwargs)
+        return one_epoch
+
+    def _stop_after(self, evaluate: Callable) -> Callable:
+        """``evaluate``, after which the script stops: its test steps are the recipe's last stage."""
+        hooks = self
+
+        @functools.wraps(evaluate)
+        def stop_after(*args: Any, **kwargs: Any) -> Any:
+            result = evaluate(*args, **kwargs)
+            if "test" in hooks.steps.stages:
+                raise StopRun("test")
+            return result
+        return stop_after
 
     def _brain_step(self, brain: Any, name: str, method: Callable) -> Callable:
         hooks = self

@@ -13,6 +13,7 @@ def test_each_stage_is_a_section_and_step_time_matches_the_recipes_own_clock(tmp
     done = sbprof_run(["--warmup", "2", "--measured", "4", "--output_folder", str(out),
                        *brain_args(recipe, "--timed", "True")], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
+    assert "recipe finished" not in done.stdout  # stopped cleanly once evaluate returned
     stages = records(out)
     assert list(stages) == ["train", "valid", "test"]
     for stage in stages.values():
@@ -35,6 +36,7 @@ def test_continue_lets_the_recipe_run_to_its_end_with_the_same_losses(tmp_path):
     profiled = sbprof_run(["--continue", "--output_folder", str(tmp_path / "report"),
                            *brain_args(tmp_path / "profiled")], cwd=tmp_path)
     assert profiled.returncode == 0, profiled.stderr
+    assert "recipe finished" in profiled.stdout and "recipe finished" in plain.stdout
     losses = (tmp_path / "plain" / "losses.txt").read_text().split()
     assert len(losses) == 12  # every batch of the epoch, not only the profiled ones
     assert (tmp_path / "profiled" / "losses.txt").read_text().split() == losses

@@ -77,3 +77,4 @@ if __name__ == "__main__":
     loader = {"batch_size": hparams["batch_size"]}
     brain.fit(hparams["epoch_counter"], train, train, train_loader_kwargs=loader, valid_loader_kwargs=loader)
     brain.evaluate(train, test_loader_kwargs=loader)
+    print("recipe finished")

@@ -1,0 +1,136 @@
+"""What ``sbprof run`` costs a training loop: while it records, and outside its window (``--continue``).
+
+One plain PyTorch loop (an MLP of 8 x Linear(512, 512) + ReLU, batch 64, SGD,
+one thread) is run in fresh processes, four ways, in interleaved rounds (the
+order of the arms rotates every round, so drift hits every arm alike):
+
+- ``raw``: the script itself starts ``torch.profiler.profile(activities=[CPU])``
+  (the settings ``sbprof run`` records with) at its first measured step and
+  times each step with ``perf_counter`` (first model call to the end of
+  ``Optimizer.step``, the same span ``sbprof run`` calls a step);
+- ``sbprof``: ``python -m sbprof run --warmup W --measured M`` on the same script,
+  unprofiled by itself: the step times of its ``results.json``;
+- ``plain``: the script alone, its own clock, steps after ``--skip``;
+- ``continue``: ``sbprof run --continue --warmup 1 --measured 2``: the script's own
+  clock on the same steps after ``--skip``, long past the recorded window, with
+  the hooks still installed.
+
+Per round, ``sbprof / raw`` (recording overhead; the bar is 1.05) and
+``continue / plain`` (hooks outside the window; the bar is 1.01) of the
+median step times; printed: each ratio's median over rounds and its IQR.
+
+Run: ``python benchmarks/run_overhead.py [--rounds 5] [--measured 20]`` (the workload itself runs as
+``python benchmarks/run_overhead.py --workload ...``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, List
+
+ROOT = Path(__file__).resolve().parents[1]
+ARMS = ("raw", "sbprof", "plain", "continue")
+
+
+def workload(args: argparse.Namespace) -> None:
+    """The training loop; with ``--times FILE`` it writes its own step times (``--skip`` first ones left out)."""
+    import torch
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    layers: List[torch.nn.Module] = []
+    for _ in range(8):
+        layers += [torch.nn.Linear(512, 512), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    data = [(torch.randn(64, 512), torch.randn(64, 512)) for _ in range(8)]
+    loader = torch.utils.data.DataLoader(data * (args.steps // 8 + 1), batch_size=None)
+    profiler = None
+    times: List[float] = []
+    for step, (x, y) in enumerate(loader):
+        if step == args.steps:
+            break
+        if args.mode == "raw" and step == args.skip:
+            profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+            profiler.start()
+        start = time.perf_counter()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        times.append(time.perf_counter() - start)
+    if profiler is not None:
+        profiler.stop()
+    if args.times:
+        Path(args.times).write_text(json.dumps(times[args.skip:]))
+
+
+def run_arm(arm: str, folder: Path, warmup: int, measured: int, skip: int) -> List[float]:
+    """One fresh process of ``arm``: the step times it reports."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get(
+        "PYTHONPATH", "")])}
+    times = folder / f"{arm}.json"
+    script = [str(Path(__file__).resolve()), "--workload"]
+    if arm == "raw":
+        command = [*script, "--mode", "raw", "--skip", str(warmup), "--steps", str(warmup + measured),
+                   "--times", str(times)]
+    elif arm == "sbprof":
+        out = folder / "sbprof"
+        command = ["-m", "sbprof", "run", "--warmup", str(warmup), "--measured", str(measured), "--output_folder",
+                   str(out), *script, "--steps", str(warmup + measured)]
+    else:
+        prefix = ["-m", "sbprof", "run", "--continue", "--no-trace", "--warmup", "1", "--measured", "2",
+                  "--output_folder", str(folder / "continue")] if arm == "continue" else []
+        command = [*prefix, *script, "--skip", str(skip), "--steps", str(skip + measured), "--times", str(times)]
+    subprocess.run([sys.executable, *command], env=env, check=True, capture_output=True, timeout=600)
+    if arm == "sbprof":
+        record = json.loads((folder / "sbprof" / "results.json").read_text())["records"][0]
+        return record["wall_s"]
+    return json.loads(times.read_text())
+
+
+def quartiles(values: List[float]) -> str:
+    q = statistics.quantiles(values, n=4) if len(values) > 1 else [values[0]] * 3
+    return f"{q[1]:.3f} [{q[0]:.3f}, {q[2]:.3f}]"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--workload", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--mode", default="none", help=argparse.SUPPRESS)
+    p.add_argument("--steps", type=int, default=30, help=argparse.SUPPRESS)
+    p.add_argument("--skip", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--times", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--measured", type=int, default=20)
+    args = p.parse_args()
+    if args.workload:
+        workload(args)
+        return
+    skip = 10  # steps the outside-window arms leave out: well past --continue's 3 recorded steps
+    medians: Dict[str, List[float]] = {arm: [] for arm in ARMS}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            for arm in ARMS[r % len(ARMS):] + ARMS[:r % len(ARMS)]:
+                folder = Path(tmp) / f"{arm}{r}"
+                folder.mkdir()
+                medians[arm].append(statistics.median(run_arm(arm, folder, args.warmup, args.measured, skip)))
+            print(f"round {r + 1}: " + ", ".join(f"{a} {1e3 * medians[a][-1]:.2f} ms" for a in ARMS), flush=True)
+    recording = [s / r for s, r in zip(medians["sbprof"], medians["raw"])]
+    outside = [c / p for c, p in zip(medians["continue"], medians["plain"])]
+    print(f"\nmedian step time over {args.rounds} rounds: " + ", ".join(
+        f"{a} {1e3 * statistics.median(medians[a]):.2f} ms" for a in ARMS))
+    print(f"recording, sbprof run / raw torch.profiler: {quartiles(recording)} (median [q1, q3] over rounds)")
+    print(f"outside the window, --continue / unprofiled: {quartiles(outside)} (median [q1, q3] over rounds)")
+
+
+if __name__ == "__main__":
+    main()
