@@ -17,7 +17,10 @@ order of the arms rotates every round, so drift hits every arm alike):
 
 Per round, ``sbprof / raw`` (recording overhead; the bar is 1.05) and
 ``continue / plain`` (hooks outside the window; the bar is 1.01) of the
-median step times; printed: each ratio's median over rounds and its IQR.
+median step times, in wall time and in process CPU time (on a machine
+shared with other work, CPU time is the steadier clock: other processes
+stretch wall time, not this process's own CPU time); printed: each
+ratio's median over rounds and its IQR.
 
 Run: ``python benchmarks/run_overhead.py [--rounds 5] [--measured 20]`` (the workload itself runs as
 ``python benchmarks/run_overhead.py --workload ...``).
@@ -53,27 +56,27 @@ def workload(args: argparse.Namespace) -> None:
     data = [(torch.randn(64, 512), torch.randn(64, 512)) for _ in range(8)]
     loader = torch.utils.data.DataLoader(data * (args.steps // 8 + 1), batch_size=None)
     profiler = None
-    times: List[float] = []
+    times: List[List[float]] = []  # (wall, process CPU) seconds per step
     for step, (x, y) in enumerate(loader):
         if step == args.steps:
             break
         if args.mode == "raw" and step == args.skip:
             profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
             profiler.start()
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         loss = torch.nn.functional.mse_loss(model(x), y)
         opt.zero_grad()
         loss.backward()
         opt.step()
-        times.append(time.perf_counter() - start)
+        times.append([time.perf_counter() - start, time.process_time() - cpu])
     if profiler is not None:
         profiler.stop()
     if args.times:
         Path(args.times).write_text(json.dumps(times[args.skip:]))
 
 
-def run_arm(arm: str, folder: Path, warmup: int, measured: int, skip: int) -> List[float]:
-    """One fresh process of ``arm``: the step times it reports."""
+def run_arm(arm: str, folder: Path, warmup: int, measured: int, skip: int) -> List[List[float]]:
+    """One fresh process of ``arm``: the (wall, CPU) seconds of each step it reports."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get(
         "PYTHONPATH", "")])}
     times = folder / f"{arm}.json"
@@ -92,7 +95,7 @@ def run_arm(arm: str, folder: Path, warmup: int, measured: int, skip: int) -> Li
     subprocess.run([sys.executable, *command], env=env, check=True, capture_output=True, timeout=600)
     if arm == "sbprof":
         record = json.loads((folder / "sbprof" / "results.json").read_text())["records"][0]
-        return record["wall_s"]
+        return [list(pair) for pair in zip(record["wall_s"], record["cpu_s"])]
     return json.loads(times.read_text())
 
 
@@ -116,21 +119,22 @@ def main() -> None:
         workload(args)
         return
     skip = 10  # steps the outside-window arms leave out: well past --continue's 3 recorded steps
-    medians: Dict[str, List[float]] = {arm: [] for arm in ARMS}
+    medians: Dict[str, List[List[float]]] = {arm: [] for arm in ARMS}  # per round: median wall, median CPU
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
             for arm in ARMS[r % len(ARMS):] + ARMS[:r % len(ARMS)]:
                 folder = Path(tmp) / f"{arm}{r}"
                 folder.mkdir()
-                medians[arm].append(statistics.median(run_arm(arm, folder, args.warmup, args.measured, skip)))
-            print(f"round {r + 1}: " + ", ".join(f"{a} {1e3 * medians[a][-1]:.2f} ms" for a in ARMS), flush=True)
-    recording = [s / r for s, r in zip(medians["sbprof"], medians["raw"])]
-    outside = [c / p for c, p in zip(medians["continue"], medians["plain"])]
-    print(f"\nmedian step time over {args.rounds} rounds: " + ", ".join(
-        f"{a} {1e3 * statistics.median(medians[a]):.2f} ms" for a in ARMS))
-    print(f"recording, sbprof run / raw torch.profiler: {quartiles(recording)} (median [q1, q3] over rounds)")
-    print(f"outside the window, --continue / unprofiled: {quartiles(outside)} (median [q1, q3] over rounds)")
-
+                steps = run_arm(arm, folder, args.warmup, args.measured, skip)
+                medians[arm].append([statistics.median(s[i] for s in steps) for i in (0, 1)])
+            print(f"round {r + 1}: " + ", ".join(f"{a} {1e3 * medians[a][-1][0]:.2f} ms wall, "
+                                                 f"{1e3 * medians[a][-1][1]:.2f} ms CPU" for a in ARMS), flush=True)
+    for i, clock in enumerate(("wall", "CPU")):
+        recording = [s[i] / r[i] for s, r in zip(medians["sbprof"], medians["raw"])]
+        outside = [c[i] / p[i] for c, p in zip(medians["continue"], medians["plain"])]
+        print(f"\n{clock} time, median [q1, q3] over {args.rounds} rounds of each round's median step ratio:")
+        print(f"  recording, sbprof run / raw torch.profiler: {quartiles(recording)}")
+        print(f"  outside the window, --continue / unprofiled: {quartiles(outside)}")
 
 if __name__ == "__main__":
     main()

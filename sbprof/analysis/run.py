@@ -40,8 +40,10 @@ DEFINITIONS = {
     "per-module time": "light attribution (clocks at each module boundary, forward and backward), ms per "
                        "measured step (mean), the largest first; a module's time includes its children's; share = "
                        "its time / the mean step time; (other) = the step's time outside every module",
-    "FLOPs per step": "forward + backward FLOPs counted on the last warm-up step (its batch shapes); achieved "
-                      "FLOP/s = FLOPs per step / median step time",
+    "FLOPs per step": "FLOPs of every operator with a formula in the last warm-up step (its batch shapes: forward, "
+                      "backward and the optimiser's update; sbprof.flops conventions); achieved "
+                      "FLOP/s = FLOPs per step / median step time; share of peak = achieved / the device's peak "
+                      "(CPU: a matrix-product probe run after the script ended; GPU: the datasheet)",
     "peak memory": "over the measured steps: resident set (VmHWM after - RSS before, CPU) or the CUDA "
                    "allocator's peak (GPU)",
 }
@@ -66,6 +68,8 @@ class StageFigures:
     optimizer_share: Optional[float] = None
     flops_per_step: Optional[float] = None
     achieved_flops_per_s: Optional[float] = None
+    share_of_peak: Optional[float] = None
+    peak_source: Optional[str] = None
     modules: List[Dict[str, Any]] = field(default_factory=list)
 
 
@@ -109,6 +113,10 @@ def stage_figures(m: Measurement) -> StageFigures:
     if flops:
         fig.flops_per_step = float(flops)
         fig.achieved_flops_per_s = flops / step.median
+        peak = m.extra.get("peak_flops")
+        if peak:
+            fig.share_of_peak = fig.achieved_flops_per_s / peak["flops_per_s"]
+            fig.peak_source = f"{peak['flops_per_s'] / 1e9:.3g} GFLOP/s {peak['precision']}, {peak['source']}"
     rows = ((m.extra.get("modules") or {}).get("rows")) or []
     # Modules largest first; the step's time outside every module ("(other)") last: it is not a module.
     fig.modules = sorted(rows, key=lambda r: (r["label"] == OTHER, -r["total_ms"]))

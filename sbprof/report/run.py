@@ -35,6 +35,11 @@ def _memory(s: StageFigures) -> str:
             f"MB over the first measured step's start; {memory.rss_method})")
 
 
+def _untracked(s: StageFigures) -> str:
+    untracked = (s.record.extra.get("flops") or {}).get("untracked") or {}
+    return f" (not counted, no formula: {', '.join(sorted(untracked))})" if untracked else ""
+
+
 def summary_table(s: StageFigures) -> str:
     """The stage's figures, one row each."""
     step = s.step
@@ -50,9 +55,11 @@ def summary_table(s: StageFigures) -> str:
     rows += [["data wait (share of wait + step)", _share(s.data_wait_share)],
              ["forward / backward / optimiser (share of step)",
               f"{_share(s.forward_share)} / {_share(s.backward_share)} / {_share(s.optimizer_share)}"],
-             ["FLOPs per step (forward + backward)", "n/a" if s.flops_per_step is None
-              else si(s.flops_per_step, "FLOP")],
+             ["FLOPs per step (all counted operators)", "n/a" if s.flops_per_step is None
+              else si(s.flops_per_step, "FLOP") + _untracked(s)],
              ["achieved FLOP/s", "n/a" if s.achieved_flops_per_s is None else si(s.achieved_flops_per_s, "FLOP/s")],
+             ["share of the device's peak", "n/a" if s.share_of_peak is None
+              else f"{sig3(100 * s.share_of_peak)}% (peak {s.peak_source})"],
              ["peak memory (measured steps)", _memory(s)]]
     if m.counts is not None and m.counts.params is not None:
         rows.append(["parameters", f"{m.counts.params:,} ({m.counts.trainable_params or 0:,} trainable)"])

@@ -23,6 +23,9 @@ backward inside ``torch.autograd.backward``, optimiser inside ``Optimizer.step``
 from __future__ import annotations
 
 import functools
+import importlib.abc
+import importlib.util
+import sys
 import time
 from typing import Any, Callable, List, Optional, Tuple
 
@@ -71,6 +74,28 @@ def _device_of(module: Optional[torch.nn.Module]) -> str:
     return "cpu" if parameter is None else str(parameter.device)
 
 
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: when module ``name`` is about to load, wraps its loader to call ``patch`` after."""
+
+    def __init__(self, name: str, patch: Callable[[Any], None]):
+        self.name, self.patch = name, patch
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)  # once; the other finders find the real spec
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module, patch = spec.loader.exec_module, self.patch
+
+        def exec_then_patch(module: Any) -> None:
+            exec_module(module)
+            patch(module)
+        spec.loader.exec_module = exec_then_patch
+        return spec
+
+
 class Hooks:
     """Installs the hooks of the module docstring into this process; :meth:`remove` undoes every one."""
 
@@ -84,6 +109,7 @@ class Hooks:
         self._roots: List[torch.nn.Module] = []
         self._optimizers: List[torch.optim.Optimizer] = []
         self._pending_batch: Any = None  # the last batch a DataLoader gave, for the next loop step
+        self._module_handles: List[Any] = []
 
     # ------------------------------------------------------------ install
 
@@ -92,27 +118,50 @@ class Hooks:
         from torch.utils.data import dataloader
 
         self._patch(dataloader._BaseDataLoaderIter, "__next__", self._waited(dataloader._BaseDataLoaderIter.__next__))
-        from torch.nn.modules import module
         from torch.optim import optimizer
 
-        for handle in (module.register_module_forward_pre_hook(self._forward_pre),
-                       module.register_module_forward_hook(self._forward_post, always_call=True),
-                       optimizer.register_optimizer_step_pre_hook(self._optimizer_pre),
+        self._module_hooks(True)
+        self._undo.append(lambda: self._module_hooks(False))
+        for handle in (optimizer.register_optimizer_step_pre_hook(self._optimizer_pre),
                        optimizer.register_optimizer_step_post_hook(self._optimizer_post)):
             self._undo.append(handle.remove)
-        try:
-            from speechbrain.core import Brain
-            from speechbrain.inference.interfaces import Pretrained
-        except ImportError:
+        # SpeechBrain's classes are hooked when the script imports them (importing SpeechBrain here would apply
+        # its quirks, e.g. torch flags, to scripts that never use it).
+        self._when_imported("speechbrain.core", lambda m: self._patch(m.Brain, "__init__",
+                                                                      self._brain_init(m.Brain.__init__)))
+        self._when_imported("speechbrain.inference.interfaces", lambda m: self._patch(
+            m.Pretrained, "__init__", self._pretrained_init(m.Pretrained.__init__)))
+
+    def _when_imported(self, name: str, patch: Callable[[Any], None]) -> None:
+        """Run ``patch(module)`` now if ``name`` is imported, else right after the script's import of it runs."""
+        if name in sys.modules:
+            patch(sys.modules[name])
             return
-        self._patch(Brain, "__init__", self._brain_init(Brain.__init__))
-        self._patch(Pretrained, "__init__", self._pretrained_init(Pretrained.__init__))
+        finder = _AfterImport(name, patch)
+        sys.meta_path.insert(0, finder)
+        self._undo.append(lambda: finder in sys.meta_path and sys.meta_path.remove(finder))
 
     def _patch(self, owner: Any, name: str, value: Any) -> None:
         had = name in vars(owner)
         original = vars(owner).get(name)
         setattr(owner, name, value)
         self._undo.append(lambda: setattr(owner, name, original) if had else delattr(owner, name))
+
+    def _module_hooks(self, on: bool) -> None:
+        """Install or remove the global ``nn.Module`` hooks (forward time, a plain loop's steps).
+
+        With ``--continue`` they go once no stage records (every ``nn.Module`` call pays for global hooks), and come
+        back for a hooked call of a stage that still records.
+        """
+        from torch.nn.modules import module
+
+        if on and not self._module_handles:
+            self._module_handles = [module.register_module_forward_pre_hook(self._forward_pre),
+                                    module.register_module_forward_hook(self._forward_post, always_call=True)]
+        elif not on and self._module_handles:
+            for handle in self._module_handles:
+                handle.remove()
+            self._module_handles = []
 
     def remove(self) -> None:
         for undo in reversed(self._undo):
@@ -180,6 +229,8 @@ class Hooks:
         self.session.end()
         if self._loop_model is None:
             self._find_loop_model(optimizer)
+        if self.session.keep_going and not self.steps.recording(step.stage):
+            self._module_hooks(False)
 
     def _find_loop_model(self, optimizer: torch.optim.Optimizer) -> None:
         """The modules (called outermost) whose parameters this optimiser updates: the loop's model."""
@@ -278,6 +329,9 @@ class Hooks:
     def _step(self, stage: str, kind: str, root: Any, device: str, optimizers: Callable, method: Callable,
               args: tuple, kwargs: dict, audio: Tuple[Optional[int], Optional[float]]) -> Any:
         """One hooked call as one step of ``stage``."""
+        recording = self.steps.recording(stage)
+        if recording:
+            self._module_hooks(True)
         self.session.begin(stage, kind, root, device, optimizers)
         self.steps.set_batch(*audio)
         self._in_call += 1
@@ -289,4 +343,6 @@ class Hooks:
             raise
         self._in_call -= 1
         self.session.end()
+        if self.session.keep_going and recording and not self.steps.recording(stage):
+            self._module_hooks(False)
         return result

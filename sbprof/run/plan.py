@@ -79,7 +79,8 @@ class Plan(JobPlan):
             if ranks is not None:  # a normal end reads "done" in the merged run; another end, in words
                 normal = self.ended is not None and self.ended.exit_code == 0
                 ranks.close("done" if normal else f"the script {describe(self.ended)}")
-        records = [self._record(stage, session) for stage in session.steps.stages
+        peak = _peak(session) if session.flops else None
+        records = [self._record(stage, session, peak) for stage in session.steps.stages
                    if session.steps.stages[stage].wall_s]
         if not records and self.ended.how != "raised":
             raise ConfigError(f"{self.cfg.target.argv0}: {NOTHING_SEEN} in the script (it "
@@ -87,7 +88,7 @@ class Plan(JobPlan):
                               "torch.optim optimiser steps and speechbrain.inference calls")
         yield Records(records, replace=True, notes=session.notes + [f"the script {describe(self.ended)}"])
 
-    def _record(self, stage: str, session: Any) -> Measurement:
+    def _record(self, stage: str, session: Any, peak: Optional[Dict[str, Any]]) -> Measurement:
         payload = session.stage_payload(stage)
         warmup = payload["warmup"]
         memory = payload.get("memory") or {}
@@ -107,7 +108,8 @@ class Plan(JobPlan):
                           trainable_params=params.get("trainable")),
             settings={"kind": payload["kind"], "ended": describe(self.ended), "exit_code": self.ended.exit_code},
             extra={**{k: v for k, v in payload.items() if k not in ("wall_s", "cpu_s", "device")},
-                   "all_wall_s": payload["wall_s"], "all_cpu_s": payload["cpu_s"], "traces": session.traces},
+                   "all_wall_s": payload["wall_s"], "all_cpu_s": payload["cpu_s"], "traces": session.traces,
+                   "peak_flops": peak},
             env=_env())
 
 
@@ -118,6 +120,22 @@ def describe(ended: Optional[Ended]) -> str:
     return {"finished": "ran to its end", "stopped": "was stopped by sbprof once its steps were recorded",
             "exited": f"exited with status {ended.exit_code}", "interrupted": "was interrupted",
             "raised": f"raised {type(ended.error).__name__}"}[ended.how]
+
+
+def _peak(session: Any) -> Optional[Dict[str, Any]]:
+    """The device's peak FLOP/s (a matrix-product probe on the CPU, the datasheet on a GPU), measured after the
+    script ended so that the probe cannot disturb it; ``None`` when it cannot be had."""
+    import torch
+
+    from sbprof.errors import SbprofError
+    from sbprof.flops.peak import gpu_peak, measure_cpu_peak
+
+    device = next(iter(session.devices.values()), "cpu")
+    try:
+        peak = gpu_peak(device) if device.startswith("cuda") else measure_cpu_peak(num_threads=torch.get_num_threads())
+    except SbprofError:
+        return None
+    return peak.to_dict()
 
 
 def _threads() -> int:

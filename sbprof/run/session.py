@@ -117,6 +117,9 @@ class Session:
                 self.flops[step.stage] = _flops_of(counter)
         if ok and not self.steps.recording(step.stage):
             self._end_measured(step.stage)
+            chosen = self.stage_attribution.get(step.stage)
+            if chosen is not None:  # its hooks go; a later stage of the same model enters it again
+                chosen[0].close()
 
     # ------------------------------------------------------------ parts
 
