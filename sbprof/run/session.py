@@ -80,7 +80,8 @@ class Session:
         if index >= self.steps.warmup + self.steps.measured:
             self.steps.begin(stage, kind)  # counted only
             return
-        self.found.setdefault(stage, kind)
+        if kind != "loop" or stage not in self.found:  # a hooked call names the stage over a stray model call
+            self.found[stage] = kind
         self.devices.setdefault(stage, device)
         # Everything sbprof starts for the step comes before its clocks start, so it is not in its time.
         if index == self.steps.warmup:

@@ -89,6 +89,8 @@ class Steps:
     def begin(self, stage: str, kind: str = "") -> None:
         """A step of ``stage`` starts now; the data wait since the last step belongs to it."""
         record = self.stages.setdefault(stage, StageSteps(kind=kind))
+        if kind != "loop":  # a Brain's or an interface's own call names the stage, whatever began it before
+            record.kind = kind
         wait, self.pending_wait_s = self.pending_wait_s, 0.0
         if record.seen >= self.warmup + self.measured:
             record.seen += 1

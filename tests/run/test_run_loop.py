@@ -36,9 +36,11 @@ def test_a_spinning_module_leads_the_module_table(tmp_path):
     train = records(tmp_path / "out")["train"]
     rows = [r for r in train["extra"]["modules"]["rows"] if r["label"] != "(other)"]
     top = max(rows, key=lambda r: r["total_ms"])
-    # The spin burns 15 ms of process CPU time: its wall time cannot be shorter, and it fits in the step.
+    # The spin burns 15 ms of process CPU time: its wall time cannot be shorter, and it fits in the step (rows are
+    # means over the measured steps, like the step time they are shares of).
     assert top["label"] == "2" and top["type"] == "Spin"
-    assert 15.0 <= top["forward_ms"] <= 1e3 * statistics.median(train["wall_s"])
+    assert 15.0 <= top["forward_ms"] <= statistics.mean(train["extra"]["modules"]["step_ms_samples"])
+    assert top["forward_ms"] <= 1e3 * statistics.mean(train["wall_s"]) * 1.05
     assert all(f >= 0.015 for f in measured(train, "forward_s"))
     # FLOPs of the last warm-up step, by hand: Linear(16, 32) on one row (16 x 32 MACs, 32 bias adds), ReLU (32),
     # Linear(32, 1) (32 MACs, 1 bias add), then SGD's update, a multiply and an add per parameter (577).
