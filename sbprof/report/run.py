@@ -96,7 +96,8 @@ def params_table(s: StageFigures) -> Optional[str]:
 def render_stage(s: StageFigures) -> List[str]:
     lines = [f"## Stage `{s.stage}` ({s.kind})", ""]
     if s.step is None:
-        return lines + [f"Only warm-up steps ran ({s.record.warmup}): nothing measured.", ""]
+        return lines + [f"Only warm-up steps ran ({s.record.warmup}): nothing measured (the stage had no more steps; "
+                        "a lower --warmup, or --continue to gather steps over several epochs, measures some).", ""]
     lines += [summary_table(s), ""]
     for title, table in (("Per-module time (top first)", modules_table(s)), ("Parameters per module",
                                                                              params_table(s))):
