@@ -86,8 +86,8 @@ def blocks_in_process(pairs: int) -> List[float]:
     """Hooked / bare CPU step-time ratios in one process, one per pair of alternating blocks (see the docstring)."""
     import torch
 
-    from sbprof.run.hooks import Hooks
-    from sbprof.run.session import Session
+    from sbprof.script.hooks import Hooks
+    from sbprof.script.session import Session
 
     torch.set_num_threads(1)
     torch.manual_seed(0)

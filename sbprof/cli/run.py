@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import List, Optional, Tuple, Union
 
 from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, Parser, error, print_outputs
-from sbprof.run.plan import RunConfig
+from sbprof.script.plan import RunConfig
 
 DEFAULT_WARMUP = 2
 DEFAULT_MEASURED = 5
@@ -73,7 +73,7 @@ def parse(argv: List[str], prog: str) -> Union[RunConfig, int]:
     """The command line as a :class:`RunConfig`, or the exit code of a command that answered by itself."""
     from sbprof.errors import ConfigError
     from sbprof.jobs.preamble import Preamble, Repeats, check_output_folder
-    from sbprof.run.launch import check_target
+    from sbprof.script.launch import check_target
 
     options, script, script_args = split_argv(argv)
     args = parser(prog).parse_args(options)
@@ -106,8 +106,8 @@ def main(argv: List[str], prog: str = "sbprof run") -> int:
     from sbprof.jobs.render import reports
     from sbprof.jobs.runner import run_job
     from sbprof.results import FolderInUse, StorageError
-    from sbprof.run.launch import script_traceback
-    from sbprof.run.plan import Plan
+    from sbprof.script.launch import script_traceback
+    from sbprof.script.plan import Plan
 
     try:
         cfg = parse(argv, prog)

@@ -84,7 +84,7 @@ class JobEntry:
 SHOW_REPORT = "sbprof.cli.job:show_report"
 CELL_FIGURES = "sbprof.figures:cell_figures"
 JOBS: Dict[str, JobEntry] = {entry.name: entry for entry in (
-    JobEntry("run", "profile a SpeechBrain recipe or PyTorch script as it runs, without editing it", "sbprof.run",
+    JobEntry("run", "profile a SpeechBrain recipe or PyTorch script as it runs, without editing it", "sbprof.script",
              "run", command_line="sbprof.cli.run:parse", noun="stage"),
     JobEntry("profile", "profiling sweep of a pretrained model: RTF and memory tables", "sbprof.sweep", "sweep",
              derive=CELL_FIGURES, summarise="sbprof.analysis.sweep:summary_block"),

@@ -7,7 +7,7 @@ the first ``warmup + measured`` steps: wall and process CPU time, the data
 wait before each one, the time inside forward (outermost ``nn.Module``
 calls), backward (``torch.autograd.backward``) and ``Optimizer.step``, and the
 utterances and audio seconds of its batch when it carries them. It measures
-only; :mod:`sbprof.run.hooks` decides when steps begin and end.
+only; :mod:`sbprof.script.hooks` decides when steps begin and end.
 
 Example
 -------

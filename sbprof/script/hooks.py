@@ -31,7 +31,7 @@ from typing import Any, Callable, List, Optional, Tuple
 
 import torch
 
-from sbprof.run.session import Session, StopRun
+from sbprof.script.session import Session, StopRun
 
 BRAIN_METHODS = ("fit_batch", "evaluate_batch")
 INFERENCE_METHODS = ("transcribe_batch", "transcribe_file", "encode_batch", "encode_file", "classify_batch",

@@ -1,9 +1,9 @@
-"""What one ``sbprof run`` measures around the steps that :mod:`sbprof.run.hooks` finds.
+"""What one ``sbprof run`` measures around the steps that :mod:`sbprof.script.hooks` finds.
 
 For each stage (``train``, ``valid``, ``test``, an inference method's name):
 
 - step clocks, data wait and the forward/backward/optimiser split
-  (:class:`~sbprof.run.steps.Steps`);
+  (:class:`~sbprof.script.steps.Steps`);
 - per-module time: a light :class:`~sbprof.modules.ModuleAttribution` over the
   stage's model (a Brain's ``modules``, an interface's ``mods``, or the modules
   a plain loop's optimiser updates), one attribution step per step;
@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, List, Optional, Set
 
 import torch
 
-from sbprof.run.steps import Steps
+from sbprof.script.steps import Steps
 
 
 class StopRun(BaseException):
@@ -42,13 +42,13 @@ class Session:
         ``--continue``: past the recorded steps, nothing stops the script.
     trace_dir : Path, optional
         Where the trace of the measured steps goes (``None``: no trace).
-    ranks : sbprof.run.ranks.RankSteps, optional
+    ranks : sbprof.script.ranks.RankSteps, optional
         Under torchrun: where each measured step also goes (this rank's file).
     """
 
     def __init__(self, warmup: int, measured: int, keep_going: bool, trace_dir: Optional[Path], ranks: Any = None):
         self.steps = Steps(warmup, measured)
-        self.ranks = ranks  # under torchrun, this rank's section (sbprof.run.ranks.RankSteps)
+        self.ranks = ranks  # under torchrun, this rank's section (sbprof.script.ranks.RankSteps)
         self.keep_going = keep_going
         self.trace_dir = trace_dir
         self.found: Dict[str, str] = {}  # stage -> what made its steps (brain, loop, inference)

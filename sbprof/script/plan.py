@@ -4,7 +4,7 @@ Unlike the other jobs, nothing is measured in a worker process: the point
 is to profile the script as it runs. The one runner still owns the output
 folder (lock, ``results.json`` written atomically, the reports rendered from
 it, ``--render-only``); the plan's one step runs the script under the hooks
-(:mod:`sbprof.run.hooks`) and hands the runner one record per stage.
+(:mod:`sbprof.script.hooks`) and hands the runner one record per stage.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from sbprof.jobs.plan import JobPlan, Records, Step, StoreView
 from sbprof.jobs.preamble import Preamble
 from sbprof.record import Cell, Counts, Measurement, MemoryPeak
 from sbprof.record.results import Results
-from sbprof.run.launch import Ended, Target
+from sbprof.script.launch import Ended, Target
 
 TRACE_DIR = "traces"
 NOTHING_SEEN = "no Brain, optimiser step or inference call was seen"
@@ -57,15 +57,15 @@ class Plan(JobPlan):
         return 1
 
     def steps(self, view: StoreView) -> Iterator[Step]:
-        from sbprof.run.hooks import Hooks
-        from sbprof.run.launch import run_target
-        from sbprof.run.session import Session, StopRun
+        from sbprof.script.hooks import Hooks
+        from sbprof.script.launch import run_target
+        from sbprof.script.session import Session, StopRun
 
         pre = self.cfg.preamble
         trace_dir = Path(pre.output_folder) / TRACE_DIR if self.cfg.trace else None
         ranks = None
         if self.cfg.rank_folder is not None:
-            from sbprof.run.ranks import rank_steps
+            from sbprof.script.ranks import rank_steps
 
             ranks = rank_steps(Path(self.cfg.target.argv0).name, Path(self.cfg.rank_folder))
         session = Session(pre.warmup, pre.measured, self.cfg.keep_going, trace_dir, ranks)
