@@ -55,7 +55,7 @@ class StageFigures:
 
     stage: str
     kind: str
-    record: Measurement
+    warmup: int
     step: Optional[Stats]
     steps_per_s: Optional[float]
     utterances_per_s: Optional[float] = None
@@ -71,6 +71,12 @@ class StageFigures:
     share_of_peak: Optional[float] = None
     peak_source: Optional[str] = None
     modules: List[Dict[str, Any]] = field(default_factory=list)
+    untracked: List[str] = field(default_factory=list)  # operators without a FLOP formula
+    memory: Dict[str, Any] = field(default_factory=dict)  # the record's MemoryPeak, as plain data
+    params: Optional[int] = None
+    trainable_params: Optional[int] = None
+    params_rows: List[Dict[str, Any]] = field(default_factory=list)  # top-level modules with parameters
+    traces: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -92,10 +98,17 @@ def stage_figures(m: Measurement) -> StageFigures:
     """The figures of one stage's record."""
     kind = m.extra.get("kind", m.settings.get("kind", ""))
     if not m.wall_s:
-        return StageFigures(m.cell.variant or m.label, kind, m, None, None)
+        return StageFigures(m.cell.variant or m.label, kind, m.warmup, None, None)
     step = summarise(m.wall_s)
     total = sum(m.wall_s)
-    fig = StageFigures(m.cell.variant or m.label, kind, m, step, 1.0 / step.median)
+    fig = StageFigures(m.cell.variant or m.label, kind, m.warmup, step, 1.0 / step.median,
+                       untracked=sorted((m.extra.get("flops") or {}).get("untracked") or {}),
+                       memory=m.memory.to_dict() if m.memory is not None else {},
+                       params=m.counts.params if m.counts is not None else None,
+                       trainable_params=m.counts.trainable_params if m.counts is not None else None,
+                       params_rows=[r for r in ((m.extra.get("params") or {}).get("modules") or [])
+                                    if r["total"] and r.get("depth", 1) == 1],
+                       traces=list(m.extra.get("traces") or []))
     utterances, audio = _measured(m, "utterances"), _measured(m, "audio_s")
     if utterances and all(u is not None for u in utterances):
         fig.utterances_per_s = sum(utterances) / total

@@ -23,29 +23,26 @@ def _share(value: Optional[float]) -> str:
 
 
 def _memory(s: StageFigures) -> str:
-    memory = s.record.memory
-    if memory is None:
+    memory = s.memory
+    if memory.get("peak_cuda_bytes") is not None:
+        return (f"{bytes_in('MB', memory['peak_cuda_bytes'])} MB allocated at peak "
+                f"(+{bytes_in('MB', memory['peak_cuda_delta_bytes'])} MB over the first measured step's start)")
+    if memory.get("peak_rss_bytes") is None:
         return "n/a"
-    if memory.peak_cuda_bytes is not None:
-        return (f"{bytes_in('MB', memory.peak_cuda_bytes)} MB allocated at peak (+{bytes_in('MB', memory.peak_cuda_delta_bytes)}"
-                " MB over the first measured step's start)")
-    if memory.peak_rss_bytes is None:
-        return "n/a"
-    return (f"{bytes_in('MB', memory.peak_rss_bytes)} MB resident at peak (+{bytes_in('MB', memory.peak_rss_delta_bytes)} "
-            f"MB over the first measured step's start; {memory.rss_method})")
+    return (f"{bytes_in('MB', memory['peak_rss_bytes'])} MB resident at peak "
+            f"(+{bytes_in('MB', memory['peak_rss_delta_bytes'])} MB over the first measured step's start; "
+            f"{memory.get('rss_method')})")
 
 
 def _untracked(s: StageFigures) -> str:
-    untracked = (s.record.extra.get("flops") or {}).get("untracked") or {}
-    return f" (not counted, no formula: {', '.join(sorted(untracked))})" if untracked else ""
+    return f" (not counted, no formula: {', '.join(s.untracked)})" if s.untracked else ""
 
 
 def summary_table(s: StageFigures) -> str:
     """The stage's figures, one row each."""
     step = s.step
-    m = s.record
     rows = [["step time, median [q1, q3]", f"{sig3(step.median)} s [{sig3(step.q1)}, {sig3(step.q3)}] over "
-                                           f"{step.count} steps ({m.warmup} warm-up left out)"],
+                                           f"{step.count} steps ({s.warmup} warm-up left out)"],
             ["steps per second", sig3(s.steps_per_s)],
             ["utterances per second", "n/a (no PaddedBatch lengths)" if s.utterances_per_s is None
              else sig3(s.utterances_per_s)],
@@ -61,8 +58,8 @@ def summary_table(s: StageFigures) -> str:
              ["share of the device's peak", "n/a" if s.share_of_peak is None
               else f"{sig3(100 * s.share_of_peak)}% (peak {s.peak_source})"],
              ["peak memory (measured steps)", _memory(s)]]
-    if m.counts is not None and m.counts.params is not None:
-        rows.append(["parameters", f"{m.counts.params:,} ({m.counts.trainable_params or 0:,} trainable)"])
+    if s.params is not None:
+        rows.append(["parameters", f"{s.params:,} ({s.trainable_params or 0:,} trainable)"])
     return tabulate(rows, headers=["figure", "value"], tablefmt="github", disable_numparse=True)
 
 
@@ -84,8 +81,7 @@ def modules_table(s: StageFigures) -> Optional[str]:
 
 
 def params_table(s: StageFigures) -> Optional[str]:
-    rows = [r for r in ((s.record.extra.get("params") or {}).get("modules") or [])
-            if r["total"] and r.get("depth", 1) == 1]
+    rows = s.params_rows
     if not rows:
         return None
     table = [[r["name"], r["type"], f"{r['total']:,}", f"{r['trainable']:,}"] for r in rows]
@@ -96,7 +92,7 @@ def params_table(s: StageFigures) -> Optional[str]:
 def render_stage(s: StageFigures) -> List[str]:
     lines = [f"## Stage `{s.stage}` ({s.kind})", ""]
     if s.step is None:
-        return lines + [f"Only warm-up steps ran ({s.record.warmup}): nothing measured (the stage had no more steps; "
+        return lines + [f"Only warm-up steps ran ({s.warmup}): nothing measured (the stage had no more steps; "
                         "a lower --warmup, or --continue to gather steps over several epochs, measures some).", ""]
     lines += [summary_table(s), ""]
     for title, table in (("Per-module time (top first)", modules_table(s)), ("Parameters per module",
@@ -128,7 +124,7 @@ def render_run(report: RunReport) -> str:
     lines += [f"- {note}" for note in report.notes] + [""]
     for stage in report.stages:
         lines += render_stage(stage)
-    traces = sorted({t for s in report.stages for t in s.record.extra.get("traces") or []})
+    traces = sorted({t for s in report.stages for t in s.traces})
     if traces:
         lines += ["## Trace", "", "torch.profiler trace of the measured steps (Perfetto, chrome://tracing or "
                   "TensorBoard): " + ", ".join(f"`{Path(t).name}`" for t in traces) + " in `traces/`.", ""]
