@@ -28,10 +28,11 @@ LAYERS = {
         "sbprof.audio", "sbprof.utterances", "sbprof.energy", "sbprof.results", "sbprof.workers"),
     2: ("sbprof.jobs", "sbprof.decorators", "sbprof.sweep", "sbprof.report", "sbprof.interfaces", "sbprof.models",
         "sbprof.flops", "sbprof.params", "sbprof.modules", "sbprof.transducer", "sbprof.compare", "sbprof.train",
-        "sbprof.counts", "sbprof.distributed", "sbprof.stream"),
+        "sbprof.counts", "sbprof.distributed", "sbprof.stream", "sbprof.script"),
     3: ("sbprof.cli", "sbprof.pytest_plugin", "sbprof.__main__"),
 }
-JOBS = ("sbprof.sweep", "sbprof.compare", "sbprof.train", "sbprof.transducer", "sbprof.counts", "sbprof.stream")
+JOBS = ("sbprof.sweep", "sbprof.compare", "sbprof.train", "sbprof.transducer", "sbprof.counts", "sbprof.stream",
+        "sbprof.script")
 """The job packages: each a registration in sbprof.jobs.registry, none importing another."""
 STATISTICS = ("sbprof.analysis", "sbprof.runs", "sbprof.predictions", "sbprof.figures", "sbprof.stats")
 

@@ -1,5 +1,6 @@
 """The ``sbprof`` command: one subcommand per registered job, plus ``merge`` and ``compare`` over saved results.
 
+    sbprof run [options] SCRIPT.py [ARGS ...]    profile a recipe or script as it runs (sbprof run --help)
     sbprof JOB CONFIG.yaml [--key value ...]     run a job (profile, train, transducer, compare-models...)
     sbprof JOB --render-only RESULTS             re-render a job's saved results, nothing measured
     sbprof flops | params | modules TARGET       counts and per-module time of one model
@@ -46,6 +47,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(usage())
         return 0 if argv else EXIT_CONFIG
     name, rest = argv[0], argv[1:]
+    if name == "run":  # the script's own arguments follow the script: not the jobs' --key value overrides
+        from sbprof.cli.run import main as run_script
+
+        return run_script(rest, prog="sbprof run")
     if name in TOOLS:
         from sbprof.cli.compare import main as tool
 

@@ -84,6 +84,8 @@ class JobEntry:
 SHOW_REPORT = "sbprof.cli.job:show_report"
 CELL_FIGURES = "sbprof.figures:cell_figures"
 JOBS: Dict[str, JobEntry] = {entry.name: entry for entry in (
+    JobEntry("run", "profile a SpeechBrain recipe or PyTorch script as it runs, without editing it", "sbprof.script",
+             "run", command_line="sbprof.cli.run:parse", noun="stage"),
     JobEntry("profile", "profiling sweep of a pretrained model: RTF and memory tables", "sbprof.sweep", "sweep",
              derive=CELL_FIGURES, summarise="sbprof.analysis.sweep:summary_block"),
     JobEntry("compare-models", "models or variants over a varied size: latency, RTFx, memory, energy, plots",

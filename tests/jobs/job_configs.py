@@ -18,6 +18,8 @@ from fake_interfaces import write_model_folder, write_sweep_yaml  # noqa: E402
 
 YAML_JOBS = ("profile", "compare-models", "train", "transducer", "stream")
 COUNT_JOBS = ("flops", "params", "modules")
+SCRIPT_JOBS = ("run",)
+"""Jobs whose command line is a script to run (tested in tests/run)."""
 BUSY = {"method": "process", "args": ["wavs", "wav_lens"]}
 
 

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from fake_interfaces import use_test_environment
-from job_configs import COUNT_JOBS, ROOT, TESTS, YAML_JOBS, argv_of, expected_records
+from job_configs import COUNT_JOBS, ROOT, SCRIPT_JOBS, TESTS, YAML_JOBS, argv_of, expected_records
 from sbprof.cli import main
 from sbprof.errors import ConfigError
 from sbprof.jobs.registry import JOBS, get_job
@@ -29,7 +29,7 @@ def environment(monkeypatch, tmp_path_factory):
 
 
 def test_every_job_is_registered_and_the_command_knows_it(capsys):
-    assert set(JOBS) == set(YAML_JOBS) | set(COUNT_JOBS)
+    assert set(JOBS) == set(YAML_JOBS) | set(COUNT_JOBS) | set(SCRIPT_JOBS)
     assert main(["--help"]) == 0
     listed = capsys.readouterr().out
     assert all(f"  {job} " in listed for job in JOBS)

@@ -1,0 +1,142 @@
+"""An ``sbprof run`` analysed once: per stage, the figures its report shows, from the raw samples of its record.
+
+Pure: no torch, no clocks. Every figure is derived from the measured steps
+(the warm-up ones are left out), as :data:`DEFINITIONS` says.
+
+Example
+-------
+>>> from sbprof.record import Cell, Measurement, Results
+>>> m = Measurement("t:train", Cell(model="t", variant="train"), warmup=1, wall_s=[0.1, 0.3, 0.2],
+...                 extra={"kind": "loop", "data_wait_s": [9, 0.1, 0.1, 0.2], "forward_s": [9, .05, .1, .1],
+...                        "backward_s": [0] * 4, "optimizer_s": [0] * 4, "utterances": [2] * 4,
+...                        "audio_s": [4.0] * 4})
+>>> s = analyse(Results("run", records=[m])).stages[0]
+>>> s.step.median, round(s.data_wait_share, 3), round(s.utterances_per_s, 6), round(s.forward_share, 3)
+(0.2, 0.4, 10.0, 0.417)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from sbprof.record import Measurement
+from sbprof.record.results import Results
+from sbprof.stats import Stats, rtf, rtfx, summarise
+
+OTHER = "(other)"
+
+DEFINITIONS = {
+    "step": "one Brain batch (fit_batch / evaluate_batch), one inference call, or in a plain loop the span from "
+            "the first model call with gradients to the end of Optimizer.step",
+    "step time": "wall-clock time of a measured step: median and interquartile range [q1, q3] over the "
+                 "measured steps (warm-up steps left out); steps/s = 1 / median",
+    "utterances/s, audio s/s": "utterances and seconds of audio (a PaddedBatch's `sig` lengths) over the "
+                               "measured steps, divided by their summed step time",
+    "RTF, RTFx": "summed step time / summed audio seconds, and its inverse (inference calls)",
+    "data wait": "time inside DataLoader iterators' __next__ before each measured step, as a share of "
+                 "(data wait + step time)",
+    "forward, backward, optimiser": "time inside outermost nn.Module calls, torch.autograd.backward and "
+                                    "Optimizer.step, as shares of the summed step time",
+    "per-module time": "light attribution (clocks at each module boundary, forward and backward), ms per "
+                       "measured step (mean), the largest first; a module's time includes its children's; share = "
+                       "its time / the mean step time; (other) = the step's time outside every module",
+    "FLOPs per step": "FLOPs of every operator with a formula in the last warm-up step (its batch shapes: forward, "
+                      "backward and the optimiser's update; sbprof.flops conventions); achieved "
+                      "FLOP/s = FLOPs per step / median step time; share of peak = achieved / the device's peak "
+                      "(CPU: a matrix-product probe run after the script ended; GPU: the datasheet)",
+    "peak memory": "over the measured steps: resident set (VmHWM after - RSS before, CPU) or the CUDA "
+                   "allocator's peak (GPU)",
+}
+
+
+@dataclass
+class StageFigures:
+    """The figures of one stage (see :data:`DEFINITIONS`)."""
+
+    stage: str
+    kind: str
+    warmup: int
+    step: Optional[Stats]
+    steps_per_s: Optional[float]
+    utterances_per_s: Optional[float] = None
+    audio_s_per_s: Optional[float] = None
+    rtf: Optional[float] = None
+    rtfx: Optional[float] = None
+    data_wait_share: Optional[float] = None
+    forward_share: Optional[float] = None
+    backward_share: Optional[float] = None
+    optimizer_share: Optional[float] = None
+    flops_per_step: Optional[float] = None
+    achieved_flops_per_s: Optional[float] = None
+    share_of_peak: Optional[float] = None
+    peak_source: Optional[str] = None
+    modules: List[Dict[str, Any]] = field(default_factory=list)
+    untracked: List[str] = field(default_factory=list)  # operators without a FLOP formula
+    memory: Dict[str, Any] = field(default_factory=dict)  # the record's MemoryPeak, as plain data
+    params: Optional[int] = None
+    trainable_params: Optional[int] = None
+    params_rows: List[Dict[str, Any]] = field(default_factory=list)  # top-level modules with parameters
+    traces: List[str] = field(default_factory=list)
+
+
+@dataclass
+class RunReport:
+    """Every stage of one run, with the run's rules, machine and notes."""
+
+    rules: Dict[str, Any]
+    machine: Dict[str, Any]
+    notes: List[str]
+    stages: List[StageFigures]
+
+
+def _measured(m: Measurement, key: str) -> List[Any]:
+    values = m.extra.get(key) or []
+    return list(values[m.warmup:m.warmup + len(m.wall_s)])
+
+
+def stage_figures(m: Measurement) -> StageFigures:
+    """The figures of one stage's record."""
+    kind = m.extra.get("kind", m.settings.get("kind", ""))
+    if not m.wall_s:
+        return StageFigures(m.cell.variant or m.label, kind, m.warmup, None, None)
+    step = summarise(m.wall_s)
+    total = sum(m.wall_s)
+    fig = StageFigures(m.cell.variant or m.label, kind, m.warmup, step, 1.0 / step.median,
+                       untracked=sorted((m.extra.get("flops") or {}).get("untracked") or {}),
+                       memory=m.memory.to_dict() if m.memory is not None else {},
+                       params=m.counts.params if m.counts is not None else None,
+                       trainable_params=m.counts.trainable_params if m.counts is not None else None,
+                       params_rows=[r for r in ((m.extra.get("params") or {}).get("modules") or [])
+                                    if r["total"] and r.get("depth", 1) == 1],
+                       traces=list(m.extra.get("traces") or []))
+    utterances, audio = _measured(m, "utterances"), _measured(m, "audio_s")
+    if utterances and all(u is not None for u in utterances):
+        fig.utterances_per_s = sum(utterances) / total
+    if audio and all(a is not None for a in audio) and sum(audio) > 0:
+        fig.audio_s_per_s = sum(audio) / total
+        fig.rtf, fig.rtfx = rtf(total, sum(audio)), rtfx(total, sum(audio))
+    wait = _measured(m, "data_wait_s")
+    if wait:
+        fig.data_wait_share = sum(wait) / (sum(wait) + total)
+    for region in ("forward", "backward", "optimizer"):
+        values = _measured(m, f"{region}_s")
+        if values:
+            setattr(fig, f"{region}_share", sum(values) / total)
+    flops = (m.extra.get("flops") or {}).get("total")
+    if flops:
+        fig.flops_per_step = float(flops)
+        fig.achieved_flops_per_s = flops / step.median
+        peak = m.extra.get("peak_flops")
+        if peak:
+            fig.share_of_peak = fig.achieved_flops_per_s / peak["flops_per_s"]
+            fig.peak_source = f"{peak['flops_per_s'] / 1e9:.3g} GFLOP/s {peak['precision']}, {peak['source']}"
+    rows = ((m.extra.get("modules") or {}).get("rows")) or []
+    # Modules largest first; the step's time outside every module ("(other)") last: it is not a module.
+    fig.modules = sorted(rows, key=lambda r: (r["label"] == OTHER, -r["total_ms"]))
+    return fig
+
+
+def analyse(results: Results) -> RunReport:
+    """The run's report: one :class:`StageFigures` per stage, in the order the stages first ran."""
+    return RunReport(rules=dict(results.rules), machine=dict(results.machine), notes=list(results.notes),
+                     stages=[stage_figures(m) for m in results.records])

@@ -1,0 +1,139 @@
+"""Markdown report of ``sbprof run``: per stage, step time, throughput, where the time goes, modules, FLOPs,
+memory, parameters and traces, each figure defined beside it. Formats :class:`~sbprof.analysis.run.RunReport`
+only; never measures.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict, List, Optional, Union
+
+from tabulate import tabulate
+
+from sbprof.analysis.run import DEFINITIONS, OTHER, RunReport, StageFigures
+from sbprof.report.counts import si
+from sbprof.report.format import bytes_in, sig3
+from sbprof.results.files import atomic_write_text
+
+REPORT_FILE = "report.md"
+TOP_MODULES = 10
+
+
+def _share(value: Optional[float]) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def _memory(s: StageFigures) -> str:
+    memory = s.memory
+    if memory.get("peak_cuda_bytes") is not None:
+        return (f"{bytes_in('MB', memory['peak_cuda_bytes'])} MB allocated at peak "
+                f"(+{bytes_in('MB', memory['peak_cuda_delta_bytes'])} MB over the first measured step's start)")
+    if memory.get("peak_rss_bytes") is None:
+        return "n/a"
+    return (f"{bytes_in('MB', memory['peak_rss_bytes'])} MB resident at peak "
+            f"(+{bytes_in('MB', memory['peak_rss_delta_bytes'])} MB over the first measured step's start; "
+            f"{memory.get('rss_method')})")
+
+
+def _untracked(s: StageFigures) -> str:
+    return f" (not counted, no formula: {', '.join(s.untracked)})" if s.untracked else ""
+
+
+def summary_table(s: StageFigures) -> str:
+    """The stage's figures, one row each."""
+    step = s.step
+    rows = [["step time, median [q1, q3]", f"{sig3(step.median)} s [{sig3(step.q1)}, {sig3(step.q3)}] over "
+                                           f"{step.count} steps ({s.warmup} warm-up left out)"],
+            ["steps per second", sig3(s.steps_per_s)],
+            ["utterances per second", "n/a (no PaddedBatch lengths)" if s.utterances_per_s is None
+             else sig3(s.utterances_per_s)],
+            ["audio seconds per second", "n/a" if s.audio_s_per_s is None else f"{sig3(s.audio_s_per_s)} s/s"]]
+    if s.kind == "inference" and s.rtf is not None:
+        rows.append(["RTF / RTFx", f"{sig3(s.rtf)} / {sig3(s.rtfx)}"])
+    rows += [["data wait (share of wait + step)", _share(s.data_wait_share)],
+             ["forward / backward / optimiser (share of step)",
+              f"{_share(s.forward_share)} / {_share(s.backward_share)} / {_share(s.optimizer_share)}"],
+             ["FLOPs per step (all counted operators)", "n/a" if s.flops_per_step is None
+              else si(s.flops_per_step, "FLOP") + _untracked(s)],
+             ["achieved FLOP/s", "n/a" if s.achieved_flops_per_s is None else si(s.achieved_flops_per_s, "FLOP/s")],
+             ["share of the device's peak", "n/a" if s.share_of_peak is None
+              else f"{sig3(100 * s.share_of_peak)}% (peak {s.peak_source})"],
+             ["peak memory (measured steps)", _memory(s)]]
+    if s.params is not None:
+        rows.append(["parameters", f"{s.params:,} ({s.trainable_params or 0:,} trainable)"])
+    return tabulate(rows, headers=["figure", "value"], tablefmt="github", disable_numparse=True)
+
+
+def _top(rows: List[Dict]) -> List[Dict]:
+    """The first :data:`TOP_MODULES` modules, then the rows that are not modules (``(other)``)."""
+    modules = [r for r in rows if r["label"] != OTHER]
+    return modules[:TOP_MODULES] + [r for r in rows if r["label"] == OTHER]
+
+
+def modules_table(s: StageFigures) -> Optional[str]:
+    """The modules taking the most time per step, largest first."""
+    if not s.modules:
+        return None
+    table = [[r["label"], r["type"], f"{r['total_ms']:.2f}", "n/a" if r.get("forward_ms") is None
+              else f"{r['forward_ms']:.2f}", "n/a" if r.get("backward_ms") is None else f"{r['backward_ms']:.2f}",
+              f"{100 * r['share']:.1f}%"] for r in _top(s.modules)]
+    return tabulate(table, headers=["module", "type", "ms per step", "forward ms", "backward ms",
+                                    "share of step"], tablefmt="github", disable_numparse=True)
+
+
+def params_table(s: StageFigures) -> Optional[str]:
+    rows = s.params_rows
+    if not rows:
+        return None
+    table = [[r["name"], r["type"], f"{r['total']:,}", f"{r['trainable']:,}"] for r in rows]
+    return tabulate(table, headers=["module", "type", "parameters", "trainable"], tablefmt="github",
+                    disable_numparse=True)
+
+
+def render_stage(s: StageFigures) -> List[str]:
+    lines = [f"## Stage `{s.stage}` ({s.kind})", ""]
+    if s.step is None:
+        return lines + [f"Only warm-up steps ran ({s.warmup}): nothing measured (the stage had no more steps; "
+                        "a lower --warmup, or --continue to gather steps over several epochs, measures some).", ""]
+    lines += [summary_table(s), ""]
+    for title, table in (("Per-module time (top first)", modules_table(s)), ("Parameters per module",
+                                                                             params_table(s))):
+        if table is not None:
+            lines += [f"### {title}", "", table, ""]
+    return lines
+
+
+def render_run(report: RunReport) -> str:
+    """The whole report.
+
+    Example
+    -------
+    >>> from sbprof.analysis.run import analyse
+    >>> from sbprof.record import Results
+    >>> render_run(analyse(Results("run", rules={"script": "train.py", "args": []}))).splitlines()[0]
+    '# sbprof run: train.py'
+    """
+    rules, machine = report.rules, report.machine
+    target = rules.get("script") or f"-m {rules.get('module')}"
+    lines = [f"# sbprof run: {target}", "",
+             f"- **Command**: `{target} {' '.join(rules.get('args') or [])}`".rstrip() + "; "
+             f"{rules.get('warmup')} warm-up + {rules.get('measured')} measured steps per stage"
+             f"{', then the script went on (--continue)' if rules.get('continue') else ''}",
+             f"- **Machine**: {machine.get('cpu', '?')} ({machine.get('cpu_count', '?')} logical cores), GPU "
+             f"{machine.get('gpu') or 'none'}; torch {machine.get('torch', '?')}, speechbrain "
+             f"{machine.get('speechbrain', '?')}"]
+    lines += [f"- {note}" for note in report.notes] + [""]
+    for stage in report.stages:
+        lines += render_stage(stage)
+    traces = sorted({t for s in report.stages for t in s.traces})
+    if traces:
+        lines += ["## Trace", "", "torch.profiler trace of the measured steps (Perfetto, chrome://tracing or "
+                  "TensorBoard): " + ", ".join(f"`{Path(t).name}`" for t in traces) + " in `traces/`.", ""]
+    lines += ["## Definitions", ""] + [f"- **{k}**: {v}" for k, v in DEFINITIONS.items()] + [""]
+    return "\n".join(lines)
+
+
+def write_reports(report: RunReport, folder: Union[str, Path]) -> Dict[str, Path]:
+    """Write ``report.md`` into ``folder``; return its path."""
+    path = Path(folder) / REPORT_FILE
+    atomic_write_text(path, render_run(report))
+    return {"report": path}

@@ -1,0 +1,128 @@
+"""Run the user's script as ``__main__`` in this process (``runpy``), its own arguments untouched, hooks installed first.
+
+How the script ends is kept (:class:`Ended`): finished, stopped by sbprof
+once every stage had its steps, exited (``sys.exit``), raised, or
+interrupted; the exit status is the one Python would have given. A script's
+own error is shown as Python shows it, without sbprof's frames.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import runpy
+import sys
+import traceback
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, Optional
+
+from sbprof.errors import ConfigError
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@dataclass(frozen=True)
+class Target:
+    """A script path or a module name (``-m``), and the arguments it gets."""
+
+    path: Optional[str] = None
+    module: Optional[str] = None
+    args: List[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        """What the default output folder is named after: the script's stem, or the module's last part."""
+        return Path(self.path).stem if self.path else str(self.module).rsplit(".", 1)[-1]
+
+    @property
+    def argv0(self) -> str:
+        return self.path if self.path else str(self.module)
+
+
+def check_target(path: Optional[str], module: Optional[str], args: List[str]) -> Target:
+    """The target if it can run; :class:`ConfigError` for a missing script, a non-Python one or a missing module.
+
+    Example
+    -------
+    >>> check_target("no_such.py", None, [])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    sbprof.errors.ConfigError: no_such.py: no such script
+    """
+    if module is not None:
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError) as exc:
+            raise ConfigError(f"-m {module}: cannot be found ({exc})") from None
+        if spec is None:
+            raise ConfigError(f"-m {module}: no such module")
+        return Target(module=module, args=list(args))
+    if path is None:
+        raise ConfigError("give the SCRIPT.py to run, or -m MODULE")
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(f"{path}: no such script" if not file.exists() else f"{path}: not a file")
+    try:
+        source = file.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not a Python script ({exc.__class__.__name__})") from None
+    if file.suffix != ".py":
+        try:
+            compile(source, str(file), "exec")
+        except (SyntaxError, ValueError):
+            raise ConfigError(f"{path}: not a Python script (no .py suffix, and it does not compile)") from None
+    return Target(path=str(file), args=list(args))
+
+
+@dataclass
+class Ended:
+    """How the script ended: ``finished``, ``stopped``, ``exited``, ``raised`` or ``interrupted``."""
+
+    how: str
+    exit_code: int = 0
+    error: Optional[BaseException] = None
+    message: Optional[str] = None  # sys.exit("text"): printed as Python prints it
+
+
+def run_target(target: Target, stop: type) -> Ended:
+    """Run ``target`` as ``__main__`` (sys.argv and sys.path[0] as Python sets them); ``stop``: sbprof's stop."""
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    sys.argv = [os.path.abspath(target.path) if target.path else target.argv0, *target.args]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(target.path)) if target.path else os.getcwd())
+    try:
+        if target.module is not None:
+            runpy.run_module(target.module, run_name="__main__", alter_sys=True)
+        else:
+            runpy.run_path(target.path, run_name="__main__")
+        return Ended("finished")
+    except SystemExit as exc:
+        if isinstance(exc.code, str) or (exc.code is not None and not isinstance(exc.code, int)):
+            return Ended("exited", 1, message=str(exc.code))
+        return Ended("exited", int(exc.code or 0))
+    except KeyboardInterrupt as exc:
+        return Ended("interrupted", 130, error=exc)
+    except BaseException as exc:  # noqa: B902  # the script's own error, shown after the report is written
+        if isinstance(exc, stop):
+            return Ended("stopped")
+        return Ended("raised", 1, error=exc)
+    finally:
+        sys.argv[:], sys.path[:] = saved_argv, saved_path
+
+
+def script_traceback(error: BaseException) -> str:
+    """The traceback Python would print for the script's error: runpy's and sbprof's frames left out."""
+    frames = []
+    tb = error.__traceback__
+    started = False
+    while tb is not None:
+        filename = os.path.abspath(tb.tb_frame.f_code.co_filename)
+        ours = filename.startswith(HERE + os.sep) or "runpy" in os.path.basename(filename)
+        started = started or not ours
+        if started and not ours:
+            frames.append(tb)
+        tb = tb.tb_next
+    rebuilt = None
+    for tb in reversed(frames):
+        rebuilt = types.TracebackType(rebuilt, tb.tb_frame, tb.tb_lasti, tb.tb_lineno)
+    return "".join(traceback.format_exception(type(error), error, rebuilt))

@@ -1,0 +1,47 @@
+"""Running ``python -m sbprof run`` as a user does, in a fresh process, and reading what it wrote."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, List
+
+ROOT = Path(__file__).resolve().parents[2]
+RECIPES = Path(__file__).resolve().parent / "recipes"
+BRAIN = RECIPES / "brain"
+LOOP = RECIPES / "loop" / "train.py"
+INFER = RECIPES / "infer" / "transcribe.py"
+
+
+def env() -> Dict[str, str]:
+    """This checkout first on the path (also for the script's own imports), one thread per pool."""
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    return {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def sbprof_run(args: List[str], cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sbprof", "run", *args], cwd=cwd, env=env(), capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def plain_run(args: List[str], cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env(), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def records(folder: Path) -> Dict[str, Dict[str, Any]]:
+    """The run's records by stage."""
+    data = json.loads((folder / "results.json").read_text())
+    return {r["cell"]["variant"]: r for r in data["records"]}
+
+
+def measured(record: Dict[str, Any], key: str) -> List[Any]:
+    """The measured steps' values of one of the per-step lists of ``extra`` (warm-up ones left out)."""
+    warmup = record["warmup"]
+    return record["extra"][key][warmup:warmup + len(record["wall_s"])]
+
+
+def brain_args(out: Path, *more: str) -> List[str]:
+    return [str(BRAIN / "train.py"), str(BRAIN / "hparams.yaml"), "--output_folder", str(out), *more]

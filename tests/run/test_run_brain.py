@@ -1,0 +1,61 @@
+"""sbprof run on a SpeechBrain recipe written for these tests (tests/run/recipes/brain): fit then evaluate."""
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from run_helpers import BRAIN, brain_args, plain_run, records, sbprof_run
+
+pytestmark = pytest.mark.slow
+
+
+def test_each_stage_is_a_section_and_step_time_matches_the_recipes_own_clock(tmp_path):
+    out, recipe = tmp_path / "report", tmp_path / "recipe"
+    done = sbprof_run(["--warmup", "2", "--measured", "4", "--output_folder", str(out),
+                       *brain_args(recipe, "--timed", "True")], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "recipe finished" not in done.stdout  # stopped cleanly once evaluate returned
+    stages = records(out)
+    assert list(stages) == ["train", "valid", "test"]
+    for stage in stages.values():
+        assert stage["warmup"] == 2 and len(stage["wall_s"]) == 4 and stage["extra"]["kind"] == "brain"
+        assert stage["extra"]["utterances"][2:] == [2, 2, 2, 2]
+    # SpeechBrain's debug mode bounds each stage: 6 fit_batch calls, none after; checkpoints went to a temporary
+    # folder, the recipe's own save folder holds none.
+    outside = [float(v) for v in (recipe / "fit_batch_s.txt").read_text().split()]
+    assert len(outside) == 6 and not any((recipe / "save").iterdir())
+    # The hook's clock encloses the recipe's own perf_counter around fit_batch (TimedBrain overrides it): never
+    # shorter; longer by the few calls between the two clocks (median), or once by a preemption on a busy machine.
+    pairs = list(zip(stages["train"]["wall_s"], outside[2:]))
+    assert all(theirs <= ours for ours, theirs in pairs)
+    assert statistics.median((ours - theirs) / theirs for ours, theirs in pairs) <= 0.02
+    report = (out / "report.md").read_text()
+    assert all(f"## Stage `{s}` (brain)" in report for s in ("train", "valid", "test"))
+
+
+def test_continue_lets_the_recipe_run_to_its_end_with_the_same_losses(tmp_path):
+    plain = plain_run(brain_args(tmp_path / "plain"), cwd=tmp_path)
+    assert plain.returncode == 0, plain.stderr
+    profiled = sbprof_run(["--continue", "--output_folder", str(tmp_path / "report"),
+                           *brain_args(tmp_path / "profiled")], cwd=tmp_path)
+    assert profiled.returncode == 0, profiled.stderr
+    assert "recipe finished" in profiled.stdout and "recipe finished" in plain.stdout
+    losses = (tmp_path / "plain" / "losses.txt").read_text().split()
+    assert len(losses) == 12  # every batch of the epoch, not only the profiled ones
+    assert (tmp_path / "profiled" / "losses.txt").read_text().split() == losses
+    # The recipe's own checkpoint was written where it writes it (no debug mode under --continue).
+    assert len(list((tmp_path / "profiled" / "save").iterdir())) == 1
+    assert len(records(tmp_path / "report")["train"]["wall_s"]) == 5
+
+
+def test_render_only_rewrites_the_same_report(tmp_path):
+    out = tmp_path / "report"
+    assert sbprof_run(["--measured", "2", "--output_folder", str(out), *brain_args(tmp_path / "r")],
+                      cwd=tmp_path).returncode == 0
+    first = (out / "report.md").read_text()
+    (out / "report.md").unlink()
+    again = sbprof_run(["--render-only", str(out)], cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert (out / "report.md").read_text() == first
+    assert BRAIN.is_dir()

@@ -1,0 +1,40 @@
+"""sbprof run on an inference script (tests/run/recipes/infer) calling a local pretrained EncoderASR."""
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from run_helpers import INFER, measured, records, sbprof_run
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def model_folder(tmp_path_factory):
+    from sbprof.models import build_local_model
+
+    return build_local_model("encoder_asr", tmp_path_factory.mktemp("models"))
+
+
+def test_each_call_is_a_step_with_its_audio_seconds(tmp_path, model_folder):
+    done = sbprof_run(["--warmup", "1", "--measured", "5", "--output_folder", str(tmp_path / "out"), str(INFER),
+                       "--source", str(model_folder), "--batches", "8", "--batch_size", "2", "--seconds", "0.5"],
+                      cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    calls = records(tmp_path / "out")["transcribe_batch"]
+    assert calls["extra"]["kind"] == "inference" and len(calls["wall_s"]) == 5
+    assert measured(calls, "audio_s") == [1.0] * 5 and measured(calls, "utterances") == [2] * 5
+    # The script's own perf_counter around each call (6 calls printed: the 7th was stopped at its start).
+    outside = [float(line.split()[1]) for line in done.stdout.splitlines() if line.startswith("call_s")]
+    assert len(outside) == 6
+    # The script's clock encloses the step's; before the first measured step sbprof starts the trace's profiler
+    # and the memory peak (in the script's window, not in the step), so only the later steps must agree closely.
+    assert all(ours <= theirs for ours, theirs in zip(calls["wall_s"], outside[1:]))
+    # Between them only the hooks' bookkeeping, or a garbage collection that may fall on either side: the median
+    # gap over the middle steps.
+    gaps = [(theirs - ours) / theirs for ours, theirs in zip(calls["wall_s"][1:-1], outside[2:-1])]
+    assert statistics.median(gaps) <= 0.05
+    report = (tmp_path / "out" / "report.md").read_text()
+    rtf = sum(calls["wall_s"]) / 5.0
+    assert f"| RTF / RTFx " in report and f"{rtf:.3g}"[:4] in report
