@@ -269,7 +269,7 @@ def _run_locked(plan: Plan, folder: Path, retry_failed: bool, progress_bar: bool
         if before:
             log(f"resuming: {len(before)} record(s) already in {store.path}")
         run = _Run(plan, store, outcome, retry_failed, progress_bar, timeout_s, log)
-        changed = False
+        changed = refused = False
         try:
             for step in plan.steps(run.view):
                 stored = run.records(step) if isinstance(step, Records) else run.batch(step)
@@ -277,11 +277,14 @@ def _run_locked(plan: Plan, folder: Path, retry_failed: bool, progress_bar: bool
                 if render is not None and stored and isinstance(step, Batch):
                     outcome.outputs.update(render(store.snapshot()))
                     changed = False
+        except ConfigError:
+            refused = not changed  # the plan refused what is stored: the earlier reports stay as they were
+            raise
         finally:
             run.bar.close()
             store.reserve.release()
             # Also after an interruption: the tables show what was measured so far.
-            if render is not None and store.records() and (changed or not outcome.outputs):
+            if render is not None and not refused and store.records() and (changed or not outcome.outputs):
                 outcome.outputs.update(render(store.snapshot()))
         outcome.any_ok = any(m.ok for m in store.records())
         outcome.resumed = len(before - run.view.measured)
