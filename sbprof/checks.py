@@ -128,3 +128,32 @@ def nearest(word: str, choices: Sequence[str]) -> str:
 
     close = difflib.get_close_matches(word, list(choices), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+THREADS_PER_CORE = 16
+"""Most threads a setting may ask for per logical core: beyond, they only queue for the cores, and creating
+them can fail (``libgomp: Thread creation failed``) and abort the whole process."""
+
+
+def check_threads_count(value: Any, name: str, where: str = "") -> int:
+    """A thread count from 1 to :data:`THREADS_PER_CORE` per logical core of this machine.
+
+    Example
+    -------
+    >>> import os
+    >>> check_threads_count(1, "num_threads")
+    1
+    >>> check_threads_count(10**6, "num_threads")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    sbprof.errors.ConfigError: num_threads is 1000000: at most 16 threads per logical core (... here)...
+    """
+    import os
+
+    check_int(value, name, 1, where)
+    cores = os.cpu_count() or 1
+    if value > THREADS_PER_CORE * cores:
+        raise ConfigError(f"{_at(where, name)} is {value}: at most {THREADS_PER_CORE} threads per logical core "
+                          f"({THREADS_PER_CORE * cores} here); more only queue for the cores, and creating them "
+                          "can abort the process")
+    return value

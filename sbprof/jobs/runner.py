@@ -322,4 +322,21 @@ def run(job: str, config: Union[str, Path], overrides: Optional[Dict[str, Any]] 
     entry = get_job(job)
     if entry.command_line is not None:
         raise ConfigError(f"'sbprof {job}' takes a command line, not a YAML file: use the sbprof command")
+    _check_run_options(run_options)
     return run_config(entry, entry.load("config")(config, overrides, run_options), log=log)
+
+
+def _check_run_options(options: Dict[str, Any]) -> None:
+    """The command line's checks of its run options, for :func:`run`'s keyword arguments (flags are booleans)."""
+    from sbprof.jobs.preamble import FLAGS
+
+    for key, value in options.items():
+        if key in FLAGS:
+            if not isinstance(value, bool):
+                raise ConfigError(f"run(): {key} is a flag: give True or False, not {value!r}")
+        elif key == "device":
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigError(f"run(): device needs a device (cpu, cuda or cuda:N), got {value!r}")
+        else:
+            raise ConfigError(f"run(): unknown run option {key!r}; the run options are device, "
+                              f"{', '.join(FLAGS)}")
