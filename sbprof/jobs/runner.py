@@ -35,7 +35,7 @@ from tqdm import tqdm
 from sbprof.errors import ConfigError, MeasurementError
 from sbprof.jobs.plan import Batch, Item, Plan, Records, needs_measuring
 from sbprof.record import Cell, Measurement
-from sbprof.results import RESULTS_FILE, FolderLock, ResultStore, Results, prepare_output_folder
+from sbprof.results import RESULTS_FILE, FolderLock, ResultStore, Results, StorageError, prepare_output_folder
 from sbprof.workers.supervisor import Supervisor, WorkerJob
 
 LOG_DIR = "logs"
@@ -252,9 +252,25 @@ def run_job(plan: Plan, output_folder: str, *, retry_failed: bool = False, progr
     except ConfigError:
         # Bad input found only once running (e.g. by the model's worker): a folder this run made and
         # that holds no result goes, so bad input leaves nothing behind.
-        if created and not (folder / RESULTS_FILE).exists():
-            shutil.rmtree(folder, ignore_errors=True)
+        _remove_if_made(folder, created)
         raise
+    except OSError as exc:
+        # A write the results file's own handling does not cover (the lock's process id on a full disk).
+        if _remove_if_made(folder, created):
+            kept = "nothing was measured, and the folder this run made is removed"
+        elif (folder / RESULTS_FILE).exists():
+            kept = f"the records saved before are kept in {folder / RESULTS_FILE}"
+        else:
+            kept = "nothing was measured"
+        raise StorageError(f"cannot write in {folder}: {exc.strerror or exc}; {kept}") from None
+
+
+def _remove_if_made(folder: Path, created: bool) -> bool:
+    """Remove ``folder`` when this run made it and it holds no results; True when it did."""
+    if created and not (folder / RESULTS_FILE).exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        return True
+    return False
 
 
 def _run_locked(plan: Plan, folder: Path, retry_failed: bool, progress_bar: bool, timeout_s: Optional[float],
