@@ -91,8 +91,9 @@ _BYTES = (optional(int_at_least(0)), "null or a whole number of bytes >= 0")
 _DELTA = (optional(lambda v: isinstance(v, int) and not isinstance(v, bool)), "null or a whole number of bytes")
 _COUNT = (optional(at_least(0)), "null or a number >= 0")
 PART_FIELDS: Dict[str, Fields] = {
-    "memory": {"peak_rss_bytes": _BYTES, "peak_rss_delta_bytes": _DELTA, "rss_method": (optional(_str), "null or a text"),
-               "heap_trim": (optional(_str), "null or a text"), "peak_cuda_bytes": _BYTES,
+    "memory": {"peak_rss_bytes": _BYTES, "peak_rss_delta_bytes": _DELTA,
+               "rss_method": (optional(_str), "null or a text"), "heap_trim": (optional(_str), "null or a text"),
+               "peak_cuda_bytes": _BYTES,
                "peak_cuda_delta_bytes": _DELTA, "peak_cuda_reserved_bytes": _BYTES},
     "counts": {"flops": _COUNT, "macs": _COUNT, "params": (optional(int_at_least(0)), "null or an integer >= 0"),
                "trainable_params": (optional(int_at_least(0)), "null or an integer >= 0")},
