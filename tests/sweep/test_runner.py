@@ -305,8 +305,10 @@ def test_traces_and_render_only(tmp_path):
     assert trace.parent == out / "traces" / "cpu-1threads"
     assert trace.name.startswith("0.5s_b1.") and trace.name.endswith(".pt.trace.json")
     assert "traceEvents" in json.loads(trace.read_text())
-    # 5 ms a batch: 30 batches (the cap, under 0.25 s); the profiled call is an extra one, not a timed batch.
-    assert len(m.wall_s) == MEASURED_MAX and timed_as_the_rule_says(m, 2)
+    # 5 ms a batch: 30 batches (the cap, under 0.25 s) on an idle machine, fewer on a busy one, which stretches
+    # each batch's wall time. Either way the batches stop where the rule says, read from the samples: the profiled
+    # call is an extra one, not a timed batch (it would be a 31st, or one past 0.25 s).
+    assert timed_as_the_rule_says(m, 2) and min(m.wall_s) >= 0.005, m.wall_s
 
     report = (out / "report.md").read_text()
     (out / "report.md").unlink()
