@@ -167,8 +167,8 @@ def check_record(d: Dict[str, Any], complete: bool = True) -> None:
     wall = d.get("wall_s") or []
     for name in ("cpu_s", "cuda_s"):
         if d.get(name) and len(d[name]) != len(wall):
-            raise ConfigError(f"field '{name}' holds {len(d[name])} samples and 'wall_s' {len(wall)}: "
-                              "each measured call has one sample in each")
+            raise ConfigError(f"field '{name}' must hold one sample per measured call, as 'wall_s' does: "
+                              f"{len(d[name])} against {len(wall)}")
     if d.get("status", "ok") == "ok" and d.get("audio_seconds") is not None and not d.get("wall_s"):
         raise ConfigError("field 'wall_s' is empty in a measured record (status ok) that states its audio seconds")
     if complete:

@@ -63,7 +63,7 @@ EDITS: Dict[str, tuple] = {
     "an infinite sample": (lambda d: d["records"][1]["wall_s"].__setitem__(0, math.inf), "record 1 ('/",
                            "field 'wall_s' must be a list of non-negative numbers of seconds, got [inf,"),
     "cpu_s one sample short": (lambda d: d["records"][2]["cpu_s"].pop(), "record 2 ('/",
-                               "field 'cpu_s' holds 4 samples and 'wall_s' 5"),
+                               "field 'cpu_s' must hold one sample per measured call, as 'wall_s' does: "),
     "cpu_s deleted": (lambda d: d["records"][0].pop("cpu_s"), "record 0 ('/", "no field 'cpu_s'"),
     "cell.run deleted": (lambda d: d["records"][0]["cell"].pop("run"), "record 0 ('/", "no field 'cell.run'"),
     "a list as a coordinate": (lambda d: d["records"][0]["cell"]["params"].update(mode=[1]), "record 0 ('/",
