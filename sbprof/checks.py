@@ -27,8 +27,6 @@ def is_int(value: Any) -> bool:
 
 MAX_COUNT = 2**31 - 1
 """Largest size, count or repeat accepted: torch takes sizes beyond it only to fail inside a cell (an overflow)."""
-MAX_THREADS = 1024
-"""Most torch threads a setting may ask for (a million make torch abort the whole process)."""
 
 
 def check_int(value: Any, name: str, minimum: int, where: str = "", maximum: int = MAX_COUNT) -> int:
@@ -166,3 +164,32 @@ def nearest(word: str, choices: Sequence[str]) -> str:
 
     close = difflib.get_close_matches(word, list(choices), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+THREADS_PER_CORE = 16
+"""Most threads a setting may ask for per logical core: beyond, they only queue for the cores, and creating
+them can fail (``libgomp: Thread creation failed``) and abort the whole process."""
+
+
+def check_threads_count(value: Any, name: str, where: str = "") -> int:
+    """A thread count from 1 to :data:`THREADS_PER_CORE` per logical core of this machine.
+
+    Example
+    -------
+    >>> import os
+    >>> check_threads_count(1, "num_threads")
+    1
+    >>> check_threads_count(10**6, "num_threads")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    sbprof.errors.ConfigError: num_threads is 1000000: at most 16 threads per logical core (... here)...
+    """
+    import os
+
+    check_int(value, name, 1, where)
+    cores = os.cpu_count() or 1
+    if value > THREADS_PER_CORE * cores:
+        raise ConfigError(f"{_at(where, name)} is {value}: at most {THREADS_PER_CORE} threads per logical core "
+                          f"({THREADS_PER_CORE * cores} here); more only queue for the cores, and creating them "
+                          "can abort the process")
+    return value

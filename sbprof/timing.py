@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import torch
 
-from sbprof.checks import check_int, parse_device
+from sbprof.checks import check_int, check_threads_count, parse_device
 from sbprof.env import collect_env
 from sbprof.errors import BackendUnavailable, ConfigError
 from sbprof.memory import CpuPeak, CudaPeak
@@ -200,7 +200,7 @@ def measure(
     if min_time_s < 0:
         raise ConfigError(f"min_time_s must be >= 0, got {min_time_s!r}")
     if num_threads is not None:
-        check_int(num_threads, "num_threads", 1)
+        check_threads_count(num_threads, "num_threads")
     dev = resolve_device(device)
     global _measuring_thread
     if _measuring_thread == threading.get_ident():

@@ -60,13 +60,15 @@ def min_runs(confidence: float) -> int:
 
 def cell_name(key: Tuple) -> str:
     """A cell's coordinates for people (run left out), e.g. ``encoder_asr cpu/1t 2 s x4``."""
-    model, variant, device, threads, audio_s, batch_size, _input, _rank, params = key
+    model, variant, device, threads, audio_s, batch_size, _input, rank, params = key
     parts = [f"{model} ({variant})" if variant else str(model), f"{device}/{threads}t"]
     if audio_s is not None:
         parts.append(f"{audio_s:g} s")
     if batch_size is not None:
         parts.append(f"x{batch_size}")
     parts += [f"{k}={v}" for k, v in params]
+    if rank is not None:
+        parts.append(f"rank {rank}")
     return " ".join(parts)
 
 
@@ -137,13 +139,16 @@ def describe_row(row: GateRow) -> str:
 
 @dataclass
 class GateReport:
-    """Every row, what could not be matched, and what differs between the two environments."""
+    """Every row, what could not be matched or holds no figure of the metric, and what differs between the two
+    environments; ``within_run``: whether a within-run comparison was allowed."""
 
     metric: str
     threshold: float
     confidence: float
     statistic: str = "median"
+    within_run: bool = False
     rows: List[GateRow] = field(default_factory=list)
+    unmeasured: List[str] = field(default_factory=list)
     only_baseline: List[str] = field(default_factory=list)
     only_candidate: List[str] = field(default_factory=list)
     environment_notes: List[str] = field(default_factory=list)
@@ -158,18 +163,22 @@ class GateReport:
 
 
 def _judge(key: Tuple, base: List[Measurement], cand: List[Measurement], metric: str, threshold: float,
-           confidence: float, within_run: bool, statistic: str) -> GateRow:
+           confidence: float, within_run: bool, statistic: str) -> Optional[GateRow]:
+    """The cell's row; ``None`` when a side that measured fine holds no figure of ``metric`` (e.g. the record of
+    a training world, whose ranks hold the memory figures), so there is nothing to judge."""
     name = cell_name(key)
     b_runs, c_runs = run_samples(base, metric), run_samples(cand, metric)
     counts = dict(baseline_runs=len(b_runs), candidate_runs=len(c_runs))
     if not b_runs or not c_runs:
-        if b_runs and not c_runs:
-            failed = next(m for m in cand if not m.ok)
-            return GateRow(name, "regressed", **counts, note=f"fails in the new run ({failed.status}: "
-                                                             f"{failed.message[:80]})")
-        if c_runs and not b_runs:
+        b_failed, c_failed = [m for m in base if not m.ok], [m for m in cand if not m.ok]
+        if b_runs and c_failed:
+            return GateRow(name, "regressed", **counts, note=f"fails in the new run ({c_failed[0].status}: "
+                                                             f"{c_failed[0].message[:80]})")
+        if c_runs and b_failed:
             return GateRow(name, "improved", **counts, note="failed in the baseline, runs now")
-        return GateRow(name, "failed", **counts, note="no measured run on either side")
+        if b_failed and c_failed:
+            return GateRow(name, "failed", **counts, note="no measured run on either side")
+        return None
     need = min_runs(confidence)
     if min(len(b_runs), len(c_runs)) >= need:
         v = compare_runs(b_runs, c_runs, threshold, confidence, statistic=statistic)
@@ -234,15 +243,21 @@ def gate(baseline: Results, candidate: Results, metric: str = "rtf", threshold: 
     notes = differences(baseline.machine, candidate.machine)
     notes += [f"rule {d}" for d in differences(baseline.rules, candidate.rules)]
     report = GateReport(metric=metric, threshold=threshold, confidence=confidence, statistic=statistic,
-                        environment_notes=notes)
+                        within_run=within_run, environment_notes=notes)
     base, cand = _group(baseline), _group(candidate)
     report.only_baseline = [cell_name(k) for k in base if k not in cand]
     report.only_candidate = [cell_name(k) for k in cand if k not in base]
     for key in base:
         if key in cand:
-            report.rows.append(_judge(key, base[key], cand[key], metric, threshold, confidence, within_run,
-                                      statistic))
+            row = _judge(key, base[key], cand[key], metric, threshold, confidence, within_run, statistic)
+            if row is None:
+                report.unmeasured.append(cell_name(key))
+            else:
+                report.rows.append(row)
     if not report.rows:
+        if report.unmeasured:
+            raise ConfigError(f"no cell the two results share holds a {metric} figure on both sides: nothing to "
+                              "compare (see --metric)")
         raise ConfigError("the two results share no cell (model, variant, device, threads, length, batch size, "
                           "input): nothing to compare")
     return report

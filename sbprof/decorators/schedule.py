@@ -1,6 +1,8 @@
 """``schedule``, ``export`` and ``step``: profiler settings usable as decorators, in any order."""
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any, Optional
 
 from torch import profiler as tprof
@@ -115,6 +117,8 @@ class TraceExport:
     """
 
     def __init__(self, dir_name: Optional[str], worker_name: Optional[str], use_gzip: bool):
+        if dir_name is not None:
+            _check_trace_folder(dir_name)
         self.dir_name = dir_name
         self.worker_name = worker_name
         self.use_gzip = use_gzip
@@ -136,6 +140,18 @@ class TraceExport:
 
     def __repr__(self) -> str:
         return f"export(dir_name={(self.dir_name or DEFAULT_TRACE_DIR)!r})"
+
+
+def _check_trace_folder(dir_name: Any) -> None:
+    """Refuse, when the handler is built, a ``dir_name`` that no trace could be written into at the end of a run."""
+    if not isinstance(dir_name, (str, os.PathLike)) or not str(dir_name):
+        raise ConfigError(f"export(dir_name=...) must name a folder, got {dir_name!r}")
+    path = Path(dir_name)
+    existing = next((p for p in (path, *path.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        where = "is" if existing == path else f"lies under {existing}, which is"
+        raise ConfigError(f"export(dir_name={str(dir_name)!r}): {where} a file, not a folder: traces could not be "
+                          "written there")
 
 
 def export(func: Any = None, dir_name: Optional[str] = None, worker_name: Optional[str] = None,

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Protocol, Sequence, Union
 
 from sbprof.analysis.intervals import RepeatPolicy, SpreadPrior
+from sbprof.errors import ConfigError
 from sbprof.record import Cell, Measurement
 from sbprof.runs import run_figure
 from sbprof.record.results import Results
@@ -204,6 +205,16 @@ def next_run(view: StoreView, cell: Cell, policy: RepeatPolicy, prior: Optional[
     return replace(cell, run=len(figures))
 
 
+def refuse_runs_beyond(view: StoreView, cells: Sequence[Cell], policy: RepeatPolicy) -> None:
+    """Refuse a stored run of one of ``cells`` that the policy would never measure (an edited or copied record)."""
+    planned = {replace(c, run=0).key() for c in cells}
+    for m in view.records():
+        if m.cell.run >= policy.max_runs and replace(m.cell, run=0).key() in planned:
+            raise ConfigError(f"the stored record {m.label!r} is run {m.cell.run} of its cell, but this configuration "
+                              f"measures at most {policy.max_runs} run(s) of a cell (runs 0 to {policy.max_runs - 1}):"
+                              " give 'repeats' as it was, or use another --output_folder")
+
+
 @dataclass
 class Group:
     """Cells that one worker process measures together (a setting, a variant, a backend)."""
@@ -223,6 +234,7 @@ def interleaved_passes(view: StoreView, groups: Callable[[], Sequence[Group]], p
     for pass_index in itertools.count():
         did = False
         for group in groups():
+            refuse_runs_beyond(view, group.cells, policy)
             # The group's cells share worker processes: their pooled spread steadies each cell's own.
             prior = SpreadPrior.pooled(stored_figures(view, cell) for cell in group.cells)
             wanted = [c for c in (next_run(view, cell, policy, prior) for cell in group.cells) if c is not None]

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from sbprof.checks import MAX_THREADS, check_int, parse_device
+from sbprof.checks import check_int, check_threads_count, parse_device
 from sbprof.errors import ConfigError
 from sbprof.record.cell import setting_name
 from sbprof.yamlconfig import check_keys, load_yaml
@@ -191,7 +191,7 @@ def check_threads(value: Any, where: str, warnings: List[str]) -> Tuple[int, ...
     items = [value] if not isinstance(value, (list, tuple)) else value
     if not items:
         raise ConfigError(f"{where}: cpu_threads must be null, a number or a list of numbers, got {value!r}")
-    threads = tuple(check_int(n, "cpu_threads", 1, where, MAX_THREADS) for n in items)
+    threads = tuple(check_threads_count(n, "cpu_threads", where) for n in items)
     if len(set(threads)) != len(threads):
         raise ConfigError(f"{where}: cpu_threads lists a value twice: {list(threads)!r}")
     cores = os.cpu_count() or 1
@@ -284,8 +284,8 @@ def check_preamble(tree: Mapping[str, Any], where: str, run_options: Optional[Ma
     return Preamble(
         devices=check_devices(device if device is not None else tree.get("devices"), where),
         cpu_threads=check_threads(tree.get("cpu_threads"), where, warnings),
-        cuda_threads=(os.cpu_count() or 1) if cuda_threads is None else check_int(cuda_threads, "cuda_threads", 1,
-                                                                                  where, MAX_THREADS),
+        cuda_threads=(os.cpu_count() or 1) if cuda_threads is None else check_threads_count(cuda_threads,
+                                                                                            "cuda_threads", where),
         seed=check_int(tree.get("seed", 1234), "seed", 0, where),
         warmup=check_int(tree.get("warmup", defaults.warmup), "warmup", 0, where),
         measured=check_int(tree.get("measured", defaults.measured), "measured", 1, where),

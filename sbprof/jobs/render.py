@@ -25,7 +25,8 @@ def reports(entry: JobEntry, results: Results, folder: Union[str, Path]) -> Dict
         return entry.load("render")(summary, Path(folder))
     except OSError as exc:
         raise StorageError(f"cannot write the reports in {folder}: {exc.strerror or exc}; results.json keeps every "
-                           "finished record (re-render with --render-only)") from None
+                           "finished record: free some space and run the same command again (a run goes on where "
+                           "it stopped, then writes the reports; --render-only writes the reports alone)") from None
 
 
 def render_only(target: Union[str, Path], job: Optional[str] = None) -> Dict[str, Path]:

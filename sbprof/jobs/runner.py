@@ -35,7 +35,7 @@ from tqdm import tqdm
 from sbprof.errors import ConfigError, MeasurementError
 from sbprof.jobs.plan import Batch, Item, Plan, Records, needs_measuring
 from sbprof.record import Cell, Measurement
-from sbprof.results import RESULTS_FILE, FolderLock, ResultStore, Results, prepare_output_folder
+from sbprof.results import RESULTS_FILE, FolderLock, ResultStore, Results, StorageError, prepare_output_folder
 from sbprof.workers.supervisor import Supervisor, WorkerJob
 
 LOG_DIR = "logs"
@@ -252,9 +252,25 @@ def run_job(plan: Plan, output_folder: str, *, retry_failed: bool = False, progr
     except ConfigError:
         # Bad input found only once running (e.g. by the model's worker): a folder this run made and
         # that holds no result goes, so bad input leaves nothing behind.
-        if created and not (folder / RESULTS_FILE).exists():
-            shutil.rmtree(folder, ignore_errors=True)
+        _remove_if_made(folder, created)
         raise
+    except OSError as exc:
+        # A write the results file's own handling does not cover (the lock's process id on a full disk).
+        if _remove_if_made(folder, created):
+            kept = "nothing was measured, and the folder this run made is removed"
+        elif (folder / RESULTS_FILE).exists():
+            kept = f"the records saved before are kept in {folder / RESULTS_FILE}"
+        else:
+            kept = "nothing was measured"
+        raise StorageError(f"cannot write in {folder}: {exc.strerror or exc}; {kept}") from None
+
+
+def _remove_if_made(folder: Path, created: bool) -> bool:
+    """Remove ``folder`` when this run made it and it holds no results; True when it did."""
+    if created and not (folder / RESULTS_FILE).exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        return True
+    return False
 
 
 def _run_locked(plan: Plan, folder: Path, retry_failed: bool, progress_bar: bool, timeout_s: Optional[float],
@@ -269,7 +285,7 @@ def _run_locked(plan: Plan, folder: Path, retry_failed: bool, progress_bar: bool
         if before:
             log(f"resuming: {len(before)} record(s) already in {store.path}")
         run = _Run(plan, store, outcome, retry_failed, progress_bar, timeout_s, log)
-        changed = False
+        changed = refused = False
         try:
             for step in plan.steps(run.view):
                 stored = run.records(step) if isinstance(step, Records) else run.batch(step)
@@ -277,11 +293,14 @@ def _run_locked(plan: Plan, folder: Path, retry_failed: bool, progress_bar: bool
                 if render is not None and stored and isinstance(step, Batch):
                     outcome.outputs.update(render(store.snapshot()))
                     changed = False
+        except ConfigError:
+            refused = not changed  # the plan refused what is stored: the earlier reports stay as they were
+            raise
         finally:
             run.bar.close()
             store.reserve.release()
             # Also after an interruption: the tables show what was measured so far.
-            if render is not None and store.records() and (changed or not outcome.outputs):
+            if render is not None and not refused and store.records() and (changed or not outcome.outputs):
                 outcome.outputs.update(render(store.snapshot()))
         outcome.any_ok = any(m.ok for m in store.records())
         outcome.resumed = len(before - run.view.measured)
@@ -319,4 +338,21 @@ def run(job: str, config: Union[str, Path], overrides: Optional[Dict[str, Any]] 
     entry = get_job(job)
     if entry.command_line is not None:
         raise ConfigError(f"'sbprof {job}' takes a command line, not a YAML file: use the sbprof command")
+    _check_run_options(run_options)
     return run_config(entry, entry.load("config")(config, overrides, run_options), log=log)
+
+
+def _check_run_options(options: Dict[str, Any]) -> None:
+    """The command line's checks of its run options, for :func:`run`'s keyword arguments (flags are booleans)."""
+    from sbprof.jobs.preamble import FLAGS
+
+    for key, value in options.items():
+        if key in FLAGS:
+            if not isinstance(value, bool):
+                raise ConfigError(f"run(): {key} is a flag: give True or False, not {value!r}")
+        elif key == "device":
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigError(f"run(): device needs a device (cpu, cuda or cuda:N), got {value!r}")
+        else:
+            raise ConfigError(f"run(): unknown run option {key!r}; the run options are device, "
+                              f"{', '.join(FLAGS)}")

@@ -244,8 +244,9 @@ class Measurement:
         """A record from its dict (migrated from older versions); :class:`ConfigError` names a wrong field."""
         from sbprof.record.migrate import migrate_measurement
 
-        d = migrate_measurement(d)
-        check_record(d)
+        migrated = migrate_measurement(d)
+        check_record(migrated, complete=migrated is d)  # an older writer did not have every field of today's
+        d = migrated
         known = _known(cls, d)
         known.pop("unknown", None)
         for name, part in _PARTS.items():

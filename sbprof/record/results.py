@@ -6,9 +6,9 @@ runner writes and every summary is computed from.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from sbprof.errors import ConfigError
 from sbprof.record.measurement import Measurement
@@ -76,8 +76,13 @@ class Results:
         job = data.get("job")
         if not isinstance(job, str) or not job:
             raise ConfigError(f"{where}: 'job' must name the job that wrote the file, got {job!r}")
-        return cls(job=job, rules=data.get("rules", {}), models=data.get("models", {}),
-                   machine=data.get("machine", {}), records=_records(records, where, "record"),
+        parsed = _records(records, where, "record")
+        _refuse_mixed_runs(parsed, where)
+        missing = [name for name in ("rules", "models", "machine") if name not in data]
+        if missing:
+            raise ConfigError(f"{where}: no {missing[0]!r} (what its records were measured under): a results file "
+                              "holds it, and a resume is checked against it")
+        return cls(job=job, rules=data["rules"], models=data["models"], machine=data["machine"], records=parsed,
                    calibration=_records(calibration, where, "calibration record"), notes=list(notes))
 
 
@@ -93,6 +98,35 @@ def _records(items: List[Any], where: str, what: str) -> List[Measurement]:
             name = f"{what} {i}" + (f" ({label!r})" if isinstance(label, str) else "")
             raise ConfigError(f"{where}: {name}: {exc}") from None
     return parsed
+
+
+def _name(i: int, m: Measurement) -> str:
+    return f"record {i} ({m.label!r})"
+
+
+def _refuse_mixed_runs(records: List[Measurement], where: str) -> None:
+    """Refuse a record whose coordinates repeat an earlier one's, and runs of a cell not numbered 0, 1, 2...
+
+    Every run of a cell is a fresh worker process numbered in the order it was
+    measured, so a repeated record or a run past a missing one can only come
+    from an edit or a copy: counted as it stands, a cell would claim runs it
+    never had.
+    """
+    seen: Dict[Tuple[Any, ...], int] = {}
+    runs: Dict[Tuple[Any, ...], Set[int]] = {}
+    for i, m in enumerate(records):
+        key = m.cell.key()
+        if key in seen:
+            raise ConfigError(f"{where}: {_name(i, m)} repeats the coordinates of record {seen[key]} (same cell, "
+                              f"run {m.cell.run}): each measurement is stored once; remove one of them")
+        seen[key] = i
+        runs.setdefault(replace(m.cell, run=0).key(), set()).add(m.cell.run)
+    for i, m in enumerate(records):
+        held = runs[replace(m.cell, run=0).key()]
+        if m.cell.run >= len(held):
+            gap = min(set(range(m.cell.run)) - held)
+            raise ConfigError(f"{where}: {_name(i, m)} is run {m.cell.run} of its cell, which holds no run {gap}: "
+                              "a cell's runs are numbered 0, 1, 2... as they were measured")
 
 
 @dataclass(frozen=True)

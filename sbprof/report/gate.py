@@ -14,8 +14,9 @@ def render_gate(report: GateReport) -> str:
         v = r.verdict
         change = f"{v.ratio:.3f} [{v.low:.3f}, {v.high:.3f}]" if v else "n/a"
         how = "run-level" if r.method == RUN_LEVEL else "WITHIN-RUN"
+        why = [v.reason if v else "", r.note if r.note and (not v or r.method != RUN_LEVEL) else ""]
         rows.append([r.cell, r.status, change, f"{r.baseline_runs} / {r.candidate_runs}", how,
-                     (v.reason if v else "") + (f"; {r.note}" if r.note and (not v or r.method != RUN_LEVEL) else "")])
+                     "; ".join(w for w in why if w)])
     counts: Dict[str, int] = {}
     for r in report.rows:
         counts[r.status] = counts.get(r.status, 0) + 1
@@ -24,12 +25,17 @@ def render_gate(report: GateReport) -> str:
              "interval excluding no change",
              "", table(rows, ["cell", "verdict", "new / baseline [interval]", "runs base / new", "how", "why"]), "",
              ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))]
-    if any(r.method != RUN_LEVEL for r in report.rows):
+    if any(r.method != RUN_LEVEL and r.verdict for r in report.rows):
         lines.append("WITHIN-RUN rows treat every call as a sample: between-process noise (~10% here) is unseen, "
                      "so they flag unchanged code far more often than the stated level.")
     if report.unjudged:
+        instead = ("; a within-run comparison was allowed, but they hold too few calls for one too" if report.within_run
+                   else ", or pass --within-run for a labelled within-run comparison")
         lines.append(f"{len(report.unjudged)} cell(s) not judged: measure at least 4 fresh-process runs a side "
-                     "(runs: 4 in a comparison), or pass --within-run for a labelled within-run comparison.")
+                     f"(runs: 4 in a comparison){instead}.")
+    if report.unmeasured:
+        lines.append(f"not compared, no {report.metric} figure on both sides (a training world's record, say: its "
+                     f"ranks hold the figures): {'; '.join(report.unmeasured)}")
     for title, items in (("only in the baseline", report.only_baseline), ("only in the new run", report.only_candidate),
                          ("differences between the two", report.environment_notes)):
         if items:

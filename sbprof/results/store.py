@@ -113,14 +113,15 @@ class ResultStore:
             stored = load_results(self.path)
             self._refuse_mismatch(stored, now)
             self.results = Results(job=stored.job, rules=stored.rules, models={**stored.models, **now.models},
-                                   machine=stored.machine or now.machine, calibration=stored.calibration,
+                                   machine=stored.machine, calibration=stored.calibration,
                                    notes=stored.notes)
             self._records = {m.cell.key(): m for m in stored.records}
 
     def _refuse_mismatch(self, stored: Results, now: Results) -> None:
         diffs = [] if stored.job == now.job else [f"job: {stored.job!r} there, {now.job!r} now"]
         diffs += differences(stored.rules, now.rules, sorted(set(stored.rules) | set(now.rules)))
-        diffs += differences(stored.machine, now.machine)
+        # Every machine key this run knows: one missing there is a machine that cannot be shown to be this one.
+        diffs += differences(stored.machine, now.machine, sorted(now.machine))
         for name, info in now.models.items():
             if name in stored.models:
                 diffs += [f"model {name}: {d}" for d in differences(stored.models[name], info)]

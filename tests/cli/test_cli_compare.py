@@ -67,7 +67,7 @@ def test_bad_input_stops_before_measuring_with_one_line(tmp_path, capsys, change
 def save(folder: Path, levels, cpu="CPU", variant="v") -> Path:
     folder.mkdir(parents=True)
     records = [Measurement(label="p", cell=Cell(model="m", variant=variant, audio_s=1.0, batch_size=1, run=r),
-                           wall_s=[0.1 * lv, 0.1 * lv * 1.01], cpu_s=[0.1], audio_seconds=1.0)
+                           wall_s=[0.1 * lv, 0.1 * lv * 1.01], cpu_s=[0.1, 0.1], audio_seconds=1.0)
                for r, lv in enumerate(levels)]
     results = Results("compare-models", rules={"vary": "audio_s"},
                       machine={"cpu": cpu, "cpu_count": 2}, records=records)

@@ -56,7 +56,8 @@ def test_comparison_measures_known_costs_energy_and_parameters_then_resumes(tmp_
         assert len(m.wall_s) == SAMPLES and m.cell.run == 0 and m.warmup == 1
         if variant in ("fast", "slow"):
             target = {"fast": 0.01, "slow": 0.03}[variant] * audio_s  # BusyInterface spins rtf x seconds
-            assert target <= min(m.wall_s) and m.summary("wall_s").median < 1.25 * target + 0.002, (variant, m.wall_s)
+            # Never under the spin in wall time; no more than it in CPU time (a busy machine stretches only the former).
+            assert target <= min(m.wall_s) and m.summary("cpu_s").median < 1.25 * target + 0.002, (variant, m.cpu_s)
     # Energy: the bump model adds 50 mJ per call to the fake counter (wrapping it); the others add nothing.
     bump = records[("bump", 1.0)].energy
     assert bump.calls == SAMPLES + 1 and bump.per_call() == {"cpu:package-0": pytest.approx(0.05, abs=1e-12)}

@@ -249,20 +249,31 @@ def test_time_under_analyst_on_a_brain_fits_in_the_recorded_steps():
     assert close_to(cpu_us, torch_total, rel=0.01)
 
 
-def test_time_matches_perf_counter_for_operator_bound_work():
+def test_time_matches_outside_clocks_for_operator_bound_work():
+    """Operators run inside the outside wall clock (an upper bound), and their durations hold at least the CPU
+    time they used: the body's own CPU time, nearly all operators, bounds the figure from below. Other
+    processes stretch wall times, never the CPU time the work needs, so neither bound moves under load."""
     a = torch.randn(384, 384)
+    body_cpu = []
 
     @profile
     def work():
+        c0 = time.thread_time()
         for _ in range(30):
             a @ a
+        body_cpu.append(time.thread_time() - c0)
 
-    work()  # warm
-    t0 = time.perf_counter()
-    prof = work()
-    wall_us = (time.perf_counter() - t0) * 1e6
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # one thread: the operators' CPU time is this thread's
+    try:
+        work()  # warm
+        t0 = time.perf_counter()
+        prof = work()
+        wall_us = (time.perf_counter() - t0) * 1e6
+    finally:
+        torch.set_num_threads(before)
     cpu_us, _ = report_time(prof)
-    assert 0.5 * wall_us < cpu_us <= wall_us
+    assert 0.5 * body_cpu[-1] * 1e6 < cpu_us <= wall_us, (body_cpu[-1] * 1e6, cpu_us, wall_us)
 
 
 @pytest.mark.parametrize("calls", [1, 2, 3])

@@ -150,7 +150,7 @@ SIZES = {
                  f"only values up to 2,147,483,647, got {HUGE}"),
                 ("--profiling_dimensions", "{audio_mockup_secs: [1e300]}", "audio_mockup_secs must hold only values "
                  "up to 2,147,483,647, got 1e+300"),
-                ("--cpu_threads", "1000000", "cpu_threads must be at most 1,024, got 1000000"),
+                ("--cpu_threads", "1000000", "cpu_threads is 1000000: at most 16 threads per logical core"),
                 ("--repeats", f"{{runs: {HUGE}}}", f"must be at most 2,147,483,647, got {HUGE}"),
                 ("--measured", f"{HUGE}", f"measured must be at most 2,147,483,647, got {HUGE}")],
     "compare-models": [("--batch_size", f"{HUGE}", f"batch_size must be at most 2,147,483,647, got {HUGE}"),

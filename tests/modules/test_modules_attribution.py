@@ -6,9 +6,17 @@ outside the selected modules. On the two Conformers that is the code before
 the first layer (torchaudio builds the padding mask), the loss (``sum``), the
 autograd engine's start (its dependency count walks the whole graph) and the
 hooks' own work at the outer edges: ~0.1 ms measured with the layers removed,
-plus the engine start, ~0.3 ms on these sizes. The test allows 0.2 ms plus 10 %
-of the step for it (scheduling noise on a shared 2-core machine), never a
-negative gap, and no negative self time anywhere.
+plus the engine start, ~0.3 ms on these sizes. The test allows 0.2 ms plus 20 %
+of the step for it, never a negative gap against the wall clock, and no negative
+self time anywhere. What is left out is bounded against the step's CPU time (one
+thread): a module's wall time holds at least the CPU time it used, so other
+processes on a busy machine, which stretch wall times, cannot widen it. They do
+raise CPU time a little (a busy sibling core slows the same work: the gap read up
+to 1.22 times 0.2 ms + 10 % with two busy processes beside it), hence 20 %; a
+layer left out is about 40 % of the step.
+
+Known sleeps are held against their own outside clock (``modules_models.SLEPT``):
+a loaded machine wakes a sleeper late, and the module rightly shows that time.
 """
 import gc
 import statistics
@@ -17,7 +25,7 @@ import time
 import pytest
 import torch
 
-from modules_models import Chain, Sleeper, run_conformer, speechbrain_conformer, torchaudio_conformer
+from modules_models import SLEPT, Chain, Sleeper, run_conformer, speechbrain_conformer, torchaudio_conformer
 from sbprof.errors import MeasurementError
 from sbprof.modules import ModuleAttribution
 from sbprof.modules.attribution import BACKWARD_LABEL, FORWARD_LABEL
@@ -31,6 +39,7 @@ def render(data):
 CONFORMERS = {"torchaudio": torchaudio_conformer, "speechbrain": speechbrain_conformer}
 SLEEP_S = 0.03
 MS = 1e3
+STEPS = 4
 
 
 def no_hooks(model):
@@ -48,21 +57,20 @@ def test_parts_sum_to_the_step_forward_and_backward(kind):
     with attribution:
         for i in range(6):
             with attribution.step(f"s{i}"):
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.thread_time()
                 out = run_conformer(model, x)
-                t1 = time.perf_counter()
-                out.sum().backward()
-                t2 = time.perf_counter()
+                t1, c1 = time.perf_counter(), time.thread_time()
+                out.sum().backward()  # on the CPU, the autograd engine runs in the calling thread
+                t2, c2 = time.perf_counter(), time.thread_time()
             if i == 0:
                 continue  # first call: lazy initialisations
             b = attribution.breakdown(f"s{i}")
             top = [r for r in b.rows if r.depth == 0 and r.label not in ("(other)", "optimizer")]
             assert sum(r.type.endswith("Layer") for r in top) == 2  # the two layers are outermost
-            for phase, outside, parts in (("forward", t1 - t0, sum(r.forward_ms for r in top)),
-                                          ("backward", t2 - t1, sum(r.backward_ms for r in top))):
-                gap = outside * MS - parts
-                assert gap >= 0, (phase, gap)
-                gaps[phase].append(gap / (0.2 + 0.1 * outside * MS))
+            for phase, wall, cpu, parts in (("forward", t1 - t0, c1 - c0, sum(r.forward_ms for r in top)),
+                                            ("backward", t2 - t1, c2 - c1, sum(r.backward_ms for r in top))):
+                assert wall * MS - parts >= 0, (phase, wall * MS, parts)  # the parts lie inside the step
+                gaps[phase].append((cpu * MS - parts) / (0.2 + 0.2 * cpu * MS))
             for r in b.rows:
                 if r.forward_self_ms is not None:
                     assert r.forward_self_ms >= 0 and r.backward_self_ms >= -1e-6, r
@@ -81,18 +89,25 @@ def test_known_sleeps_land_in_their_module_forward_and_backward(kind):
     x = torch.randn(2, 20, 32)  # the input needs no gradient, as features do
     attribution = ModuleAttribution(model)
     with attribution:
-        for _ in range(2):
-            with attribution.step("train"):
+        for i in range(STEPS):
+            with attribution.step(f"s{i}"):
                 run_conformer(model, x).sum().backward()
-    b = attribution.breakdown("train", skip_first=1)
-    slept = b.row(f"{prefix}.1.{conv}")
-    assert SLEEP_S * MS <= slept.forward_self_ms <= SLEEP_S * MS + 25  # a sleep overshoots on a busy machine
-    assert 2 * SLEEP_S * MS <= slept.backward_self_ms <= 2 * SLEEP_S * MS + 25
-    layer = b.row(f"{prefix}.1")
-    assert layer.forward_ms >= slept.forward_ms and layer.backward_ms >= slept.backward_ms
-    assert layer.forward_self_ms < 5 and layer.backward_self_ms < 5
-    for other in (b.row(f"{prefix}.0"), b.row(f"{prefix}.1.ffn{'2' if kind == 'torchaudio' else '_module2'}")):
-        assert other.forward_ms < SLEEP_S * MS / 2 and other.backward_ms < SLEEP_S * MS / 2
+    # Steps 1 to 3 (step 0: lazy initialisations), each against its own sleeps. A busy machine can pre-empt any
+    # module in some step and stretch its wall time there; a wrong attribution shows in every step. So each bound
+    # that load could break is held by the least disturbed step.
+    steps = [attribution.breakdown(f"s{i}") for i in range(1, STEPS)]
+    slept_ms = {p: [t * MS for t in SLEPT[p][-(STEPS - 1):]] for p in ("forward", "backward")}
+    rows = [b.row(f"{prefix}.1.{conv}") for b in steps]
+    for phase, known in (("forward", SLEEP_S), ("backward", 2 * SLEEP_S)):
+        self_ms = [getattr(r, f"{phase}_self_ms") for r in rows]
+        assert all(known * MS <= s <= r for s, r in zip(slept_ms[phase], self_ms)), (phase, slept_ms, self_ms)
+        assert min(r - s for s, r in zip(slept_ms[phase], self_ms)) <= 10, (phase, slept_ms, self_ms)
+    for b, slept in zip(steps, rows):
+        layer = b.row(f"{prefix}.1")
+        assert layer.forward_ms >= slept.forward_ms and layer.backward_ms >= slept.backward_ms
+    assert min(max(b.row(f"{prefix}.1").forward_self_ms, b.row(f"{prefix}.1").backward_self_ms) for b in steps) < 5
+    for name in (f"{prefix}.0", f"{prefix}.1.ffn{'2' if kind == 'torchaudio' else '_module2'}"):
+        assert min(max(b.row(name).forward_ms, b.row(name).backward_ms) for b in steps) < SLEEP_S * MS / 2, name
 
 
 def test_time_between_modules_goes_to_the_caller_not_to_the_next_module():
@@ -111,9 +126,13 @@ def test_time_between_modules_goes_to_the_caller_not_to_the_next_module():
 
 def test_optimizer_steps_get_their_own_row():
     torch.optim.SGD(torch.nn.Linear(1, 1).parameters(), lr=0.1)  # an SGD made first wraps SGD.step with hooks too
+    slept = []
+
     class SlowSGD(torch.optim.SGD):
         def step(self, closure=None):
+            t0 = time.perf_counter()
             time.sleep(SLEEP_S)  # a known cost inside optimizer.step
+            slept.append(time.perf_counter() - t0)
             return super().step(closure)
 
     model = torch.nn.Sequential(torch.nn.Linear(64, 64))
@@ -124,7 +143,7 @@ def test_optimizer_steps_get_their_own_row():
             model(torch.randn(8, 64)).sum().backward()
             opt.step()
     row = attribution.breakdown().row("optimizer")
-    assert row.calls == 1 and SLEEP_S * MS <= row.total_ms <= SLEEP_S * MS + 30  # sleep overshoots on a busy machine
+    assert row.calls == 1 and SLEEP_S * MS <= slept[0] * MS <= row.total_ms <= slept[0] * MS + 10
 
 
 def test_hooks_are_removed_and_a_kept_graph_is_left_alone():

@@ -1,0 +1,141 @@
+"""Hand-edited results that would mix runs or print made-up figures: refused on loading, naming the record.
+
+A real small ``profile`` run is measured once; each case edits a copy of its ``results.json`` the way a person
+might (a record pasted twice, a run index changed, a field deleted, a NaN) and then renders it and resumes it.
+Both must be one ``sbprof: error:`` line and exit 2, with every file of the folder left byte for byte.
+"""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import sys
+from pathlib import Path
+from typing import Callable, Dict
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "jobs"))
+from job_configs import argv_of  # noqa: E402
+
+from fake_interfaces import use_test_environment  # noqa: E402
+from refusals import assert_refused  # noqa: E402
+from sbprof.cli import main  # noqa: E402
+from sbprof.errors import ConfigError  # noqa: E402
+from sbprof.results import RESULTS_FILE, load_results  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def environment(monkeypatch, tmp_path_factory):
+    use_test_environment(monkeypatch, tmp_path_factory.getbasetemp() / "sbprof-models")
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    """One finished 4-cell, 1-run profile run and its configuration file."""
+    base = tmp_path_factory.mktemp("profile")
+    mp = pytest.MonkeyPatch()
+    use_test_environment(mp, tmp_path_factory.getbasetemp() / "sbprof-models")
+    argv = argv_of("profile", base, base / "out")
+    assert main(["profile", *argv]) == 0
+    mp.undo()
+    return base / "out", argv[0]
+
+
+def _dup(data):
+    data["records"].append(json.loads(json.dumps(data["records"][0])))
+
+
+def _run_99(data):
+    data["records"][0]["cell"]["run"] = 99
+
+
+def _nan_peak(data):
+    data["records"][0]["memory"]["peak_rss_bytes"] = math.nan
+
+
+EDITS: Dict[str, tuple] = {
+    "a record pasted twice": (_dup, "record 4 ('/", "repeats the coordinates of record 0 (same cell, run 0)"),
+    "a run index changed to 99": (_run_99, "record 0 ('/", "is run 99 of its cell, which holds no run 0"),
+    "machine deleted": (lambda d: d.pop("machine"), "results.json: no 'machine'", "a resume is checked against it"),
+    "a NaN peak": (_nan_peak, "record 0 ('/", "field 'memory.peak_rss_bytes' must be null or a whole number of bytes"
+                                             " >= 0, got nan"),
+    "an infinite sample": (lambda d: d["records"][1]["wall_s"].__setitem__(0, math.inf), "record 1 ('/",
+                           "field 'wall_s' must be a list of non-negative numbers of seconds, got [inf,"),
+    "cpu_s one sample short": (lambda d: d["records"][2]["cpu_s"].pop(), "record 2 ('/",
+                               "field 'cpu_s' must hold one sample per measured call, as 'wall_s' does: "),
+    "cpu_s deleted": (lambda d: d["records"][0].pop("cpu_s"), "record 0 ('/", "no field 'cpu_s'"),
+    "cell.run deleted": (lambda d: d["records"][0]["cell"].pop("run"), "record 0 ('/", "no field 'cell.run'"),
+    "a list as a coordinate": (lambda d: d["records"][0]["cell"]["params"].update(mode=[1]), "record 0 ('/",
+                               "field 'cell.params' must be a mapping of texts, numbers, booleans or nulls"),
+    "energy without its window": (lambda d: d["records"][0].update(energy={"joules": {}}), "record 0 ('/",
+                                  "no field 'energy.duration_s'"),
+    "a negative FLOP count": (lambda d: d["records"][0].update(counts={"flops": -1.0}), "record 0 ('/",
+                              "field 'counts.flops' must be null or a number >= 0, got -1.0"),
+}
+
+
+def _files(folder: Path) -> Dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _edited(measured, tmp_path: Path, edit: Callable[[dict], None]) -> Path:
+    good, _ = measured
+    bad = tmp_path / "edited"
+    shutil.copytree(good, bad)
+    data = json.loads((bad / RESULTS_FILE).read_text())
+    edit(data)
+    (bad / RESULTS_FILE).write_text(json.dumps(data))
+    return bad
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("use", ["render-only", "resume"])
+@pytest.mark.parametrize("case", list(EDITS))
+def test_a_hand_edit_that_mixes_runs_or_breaks_a_field_is_refused_naming_the_record(measured, tmp_path, capsys,
+                                                                                   case, use):
+    edit, where, expected = EDITS[case]
+    bad = _edited(measured, tmp_path, edit)
+    before = _files(bad)
+    argv = (["profile", "--render-only", str(bad)] if use == "render-only" else
+            ["profile", measured[1], "--noprogressbar", "--output_folder", str(bad)])
+    line = assert_refused(main(argv), capsys, expected)
+    assert where in line and str(bad / RESULTS_FILE) in line, line
+    assert _files(bad) == before  # nothing written, nothing deleted
+    with pytest.raises(ConfigError, match="edited/results.json"):  # the Python API: the same typed error
+        load_results(bad)
+
+
+@pytest.mark.slow
+def test_a_copied_run_the_plan_never_measures_is_refused_on_resume(measured, tmp_path, capsys):
+    """Contiguous runs 0 and 1 read as a fine file, but this configuration measures one run: the resume refuses."""
+    def second_run(data):
+        copy = json.loads(json.dumps(data["records"][0]))
+        copy["cell"]["run"] = 1
+        data["records"].append(copy)
+
+    bad = _edited(measured, tmp_path, second_run)
+    before = _files(bad)
+    line = assert_refused(main(["profile", measured[1], "--noprogressbar", "--output_folder", str(bad)]), capsys,
+                          "is run 1 of its cell, but this configuration measures at most 1 run(s) of a cell")
+    assert "the stored record '/" in line
+    assert _files(bad) == before
+
+
+@pytest.mark.slow
+def test_a_machine_key_deleted_is_refused_on_resume_like_a_different_one(measured, tmp_path, capsys):
+    bad = _edited(measured, tmp_path, lambda d: d["machine"].pop("torch"))
+    before = _files(bad)
+    assert_refused(main(["profile", measured[1], "--noprogressbar", "--output_folder", str(bad)]), capsys,
+                   "was measured under other conditions (torch: None there, ")
+    assert _files(bad) == before
+
+
+@pytest.mark.slow
+def test_the_unedited_file_resumes_with_nothing_to_measure(measured, tmp_path, capsys):
+    """The checks refuse the edits above, not the file as written: a resume of it measures nothing."""
+    good = _edited(measured, tmp_path, lambda d: None)
+    records = json.loads((good / RESULTS_FILE).read_text())["records"]
+    assert main(["profile", measured[1], "--noprogressbar", "--output_folder", str(good)]) == 0
+    assert "measured 0 cell(s) (0 failed), 4 already done" in capsys.readouterr().out
+    assert json.loads((good / RESULTS_FILE).read_text())["records"] == records
