@@ -43,14 +43,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List
+from typing import Any, Dict, List, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 ARMS = ("raw", "sbprof", "plain", "continue")
 
 
-def workload(args: argparse.Namespace) -> None:
-    """The training loop; with ``--times FILE`` it writes its own step times (``--skip`` first ones left out)."""
+def mlp_loop() -> Tuple[Any, Any, List[Tuple[Any, Any]]]:
+    """The benchmark's model, optimiser and 8 batches (one thread, seeded): the same in every arm."""
     import torch
 
     torch.set_num_threads(1)
@@ -61,6 +61,14 @@ def workload(args: argparse.Namespace) -> None:
     model = torch.nn.Sequential(*layers)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     data = [(torch.randn(64, 512), torch.randn(64, 512)) for _ in range(8)]
+    return model, opt, data
+
+
+def workload(args: argparse.Namespace) -> None:
+    """The training loop; with ``--times FILE`` it writes its own step times (``--skip`` first ones left out)."""
+    import torch
+
+    model, opt, data = mlp_loop()
     loader = torch.utils.data.DataLoader(data * (args.steps // 8 + 1), batch_size=None)
     profiler = None
     times: List[List[float]] = []  # (wall, process CPU) seconds per step
@@ -89,14 +97,7 @@ def blocks_in_process(pairs: int) -> List[float]:
     from sbprof.script.hooks import Hooks
     from sbprof.script.session import Session
 
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    layers: List[torch.nn.Module] = []
-    for _ in range(8):
-        layers += [torch.nn.Linear(512, 512), torch.nn.ReLU()]
-    model = torch.nn.Sequential(*layers)
-    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    data = [(torch.randn(64, 512), torch.randn(64, 512)) for _ in range(8)]
+    model, opt, data = mlp_loop()
 
     def block(n: int = 20) -> float:
         cpu: List[float] = []

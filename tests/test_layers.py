@@ -23,7 +23,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sbprof"
 
 LAYERS = {
     0: ("sbprof.errors", "sbprof.checks", "sbprof.record", "sbprof.stats", "sbprof.figures", "sbprof.analysis",
-        "sbprof.grid", "sbprof.runs", "sbprof.predictions", "sbprof.yamlconfig"),
+        "sbprof.grid", "sbprof.runs", "sbprof.predictions", "sbprof.yamlconfig", "sbprof.inputfiles"),
     1: ("sbprof.timing", "sbprof.memory", "sbprof.env", "sbprof.events", "sbprof.device_split", "sbprof.traces",
         "sbprof.audio", "sbprof.utterances", "sbprof.energy", "sbprof.results", "sbprof.workers"),
     2: ("sbprof.jobs", "sbprof.decorators", "sbprof.sweep", "sbprof.report", "sbprof.interfaces", "sbprof.models",

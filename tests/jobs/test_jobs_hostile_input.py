@@ -134,7 +134,7 @@ def test_a_mapping_given_for_a_null_key_is_merged(tmp_path):
     path, overrides, options = parse_command_line(
         [argv[0], "--capacity", "{chunk_size: 16, left_context_chunks: 2}"], keys=list(entry.load("schema")))
     cfg = entry.load("config")(path, overrides, options)
-    assert (cfg.capacity.chunk_size, cfg.capacity.left_context_chunks) == (16, 2)
+    assert (cfg.capacity.chunk_size, cfg.capacity.left_context_chunks) == ((16,), (2,))
     assert not (tmp_path / "out").exists()
 
 

@@ -30,7 +30,7 @@ def make(label, wall, agreement=AGREE, status="ok", message="", mode="fixed", **
     cell = Cell(model=label, threads=2, batch_size=4 if mode == "fixed" else None,
                 params={"mode": mode, **({"max_frames": 200} if mode == "max_frames" else {})})
     return Measurement(label=label, cell=cell, wall_s=wall, cpu_s=wall, status=status, message=message,
-                       memory=MemoryPeak(peak_rss_bytes=9e8, peak_rss_delta_bytes=5_000_000),
+                       memory=MemoryPeak(peak_rss_bytes=900_000_000, peak_rss_delta_bytes=5_000_000),
                        settings={"python": "3.11.7", "torch": "2.14.1"},
                        extra=dict(extra, agreement=agreement, install_hint=f"pip install {label}"))
 
