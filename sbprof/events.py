@@ -21,7 +21,7 @@ Every profiled step is wrapped in a ``record_function`` label
 (:func:`step_label`), so a step is a window ``[start, end]`` on the kineto
 clock, whatever happened around it (validation batches, the user's own loop).
 Steps that are recorded only so that the next ones are read right (a
-schedule's warm-up: see :mod:`sbprof.decorators.step_profiler`) carry
+schedule's warm-up: see :mod:`sbprof.decorators.stage_schedule`) carry
 :func:`warmup_label` instead; a window that turns out not to be a step once it
 ends (the tail of a loop after its last ``sbprof.step()``, a step that raised)
 holds a :data:`DISCARD_LABEL` marker. Neither is a step window.

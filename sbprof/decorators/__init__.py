@@ -5,8 +5,10 @@ only the import changes. What can be decorated and how steps are counted is
 in :mod:`sbprof.decorators.targets`; what each report sums, in
 :mod:`sbprof.decorators.reports`.
 
-Modules: ``step_profiler`` (the profiler; events are read by
-:mod:`sbprof.events`), ``options``, ``targets`` (functions, classes, instances),
+Modules: ``step_profiler`` (the profiler and its steps), ``recording`` (its
+recording sessions), ``step_events`` (reading them; events are read by
+:mod:`sbprof.events`), ``stage_schedule`` (each Brain stage's schedule count),
+``options``, ``targets`` (functions, classes, instances),
 ``presets`` (the three decorators), ``schedule`` (schedule / export / step),
 ``reports`` (report_time / report_memory / events_diff).
 """

@@ -5,7 +5,8 @@ from typing import Any, Iterable, Optional, Tuple
 
 from torch import profiler as tprof
 
-from sbprof.decorators.step_profiler import BRAIN_STAGES, DEFAULT_BRAIN_STAGES, StepProfiler
+from sbprof.decorators.stage_schedule import BRAIN_STAGES, DEFAULT_BRAIN_STAGES
+from sbprof.decorators.step_profiler import StepProfiler
 from sbprof.errors import ConfigError
 
 

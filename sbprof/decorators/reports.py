@@ -22,7 +22,8 @@ from torch import profiler as tprof
 from torch.autograd.profiler_util import EventList, FunctionEventAvg
 
 from sbprof.events import SessionView, device_us, operator_cpu_us, peak_per_window, step_of_label
-from sbprof.decorators.step_profiler import StepEvents, StepProfiler
+from sbprof.decorators.step_events import StepEvents
+from sbprof.decorators.step_profiler import StepProfiler
 from sbprof.errors import ConfigError, MeasurementError
 
 

@@ -50,7 +50,8 @@ import torch
 from torch import profiler as tprof
 
 from sbprof.decorators.options import Options
-from sbprof.decorators.step_profiler import BRAIN_STAGES, StepProfiler
+from sbprof.decorators.stage_schedule import BRAIN_STAGES
+from sbprof.decorators.step_profiler import StepProfiler
 from sbprof.distributed.recorder import new_section
 from sbprof.errors import ConfigError
 from sbprof.modules.attribution import ModuleAttribution
