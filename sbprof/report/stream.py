@@ -1,6 +1,6 @@
 """Reports of a stream job: ``report.md`` (capacity, then per setting the latency tables), ``results.csv``, plots.
 
-They format a :class:`~sbprof.analysis.stream.StreamSummary` (analysed once,
+They format a :class:`~sbprof.analysis.stream_summary.StreamSummary` (analysed once,
 before): each table is printed with the definition of its figures right
 under it. Times in ms, state in kB (10^3 bytes), memory in MB (10^6 bytes).
 """
@@ -11,7 +11,8 @@ import io
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
-from sbprof.analysis.stream import BEHIND_SLOPE, CapacityRow, LatencyRow, StreamSetting, StreamSummary
+from sbprof.analysis.stream_criterion import BEHIND_SLOPE
+from sbprof.analysis.stream_summary import CapacityRow, LatencyRow, StreamSetting, StreamSummary
 from sbprof.report.format import plural, sig3, status_text, table
 from sbprof.report.stream_plot import render_stream_plots, setting_label
 from sbprof.results.files import atomic_write_text

@@ -20,7 +20,7 @@ from typing import Dict, Optional, Union
 
 from matplotlib.figure import Figure
 
-from sbprof.analysis.stream import StreamSetting, StreamSummary
+from sbprof.analysis.stream_summary import StreamSetting, StreamSummary
 from sbprof.report.format import plural
 from sbprof.report.plot import PLOT_DIR, finish_axes, new_figure, write_png
 

@@ -3,7 +3,7 @@
 A probe serves ``n`` streams (:mod:`sbprof.stream.session`) and passes when
 every chunk was served, the p99 delay of its chunks (arrival of a chunk's
 last sample to its output) is within the target, and the delay does not grow
-along the utterance (:func:`sbprof.analysis.stream.within_target`: the same
+along the utterance (:func:`sbprof.analysis.stream_criterion.within_target`: the same
 definition as the report's). Passing is taken to stop as streams are added.
 The search keeps the bracket ``lo`` (largest passing count probed) <
 capacity + 1 <= ``hi`` (smallest failing count) and probes inside it until

@@ -101,7 +101,7 @@ class Plan(JobPlan):
                      log=f"worker-{setting.name}.log", env=worker_env(setting.threads))
 
     def steps(self, view: StoreView) -> Iterator[Step]:
-        from sbprof.analysis.stream import check_stream_record
+        from sbprof.analysis.stream_validation import check_stream_record
 
         for m in view.records():  # a hand-edited record is refused before anything is measured
             check_stream_record(m)

@@ -14,7 +14,7 @@ cell's ``kind``:
   spanning it: full attention, as an offline transcription), for its RTFx;
 - ``capacity``: sessions of more and more streams, bisected
   (:mod:`sbprof.stream.capacity`) on the delay criterion
-  (:func:`sbprof.analysis.stream.within_target`), each probe's per-chunk
+  (:func:`sbprof.analysis.stream_criterion.within_target`), each probe's per-chunk
   columns kept.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
-from sbprof.analysis.stream import capacity_estimate, within_target
+from sbprof.analysis.stream_criterion import capacity_estimate, within_target
 from sbprof.audio import load_example, make_batch
 from sbprof.env import collect_env, load_average
 from sbprof.errors import ConfigError

@@ -17,7 +17,8 @@ import pytest
 from fake_interfaces import use_test_environment
 from fake_streaming import write_fake_model
 from stream_configs import write_stream_yaml
-from sbprof.analysis.stream import BEHIND_SLOPE, analyse, delay_slope
+from sbprof.analysis.stream import analyse
+from sbprof.analysis.stream_criterion import BEHIND_SLOPE, delay_slope
 from sbprof.cli import main
 from sbprof.results import RESULTS_FILE, load_results
 

@@ -1,0 +1,127 @@
+"""The summary of a stream job that the renderers format: per setting its latency rows, its capacity searches
+(with their probes) and its offline RTFx.
+
+Frozen dataclasses, built once by :func:`sbprof.analysis.stream.analyse`; the definitions of their figures are
+in :mod:`sbprof.analysis.stream`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from sbprof.analysis.stream_criterion import BEHIND_SLOPE
+from sbprof.record import Measurement
+from sbprof.record.cell import setting_name
+
+
+@dataclass(frozen=True)
+class LatencyRow:
+    """One latency cell of one setting (runs pooled): the figures of the report's tables, in ms, kB and MB."""
+
+    record: Measurement
+    chunk_size: int
+    left_context: int
+    streams: int
+    runs: int
+    traffic: str = "aligned"
+    chunk_ms: Optional[float] = None
+    chunks: int = 0
+    compute_ms: Dict[str, float] = field(default_factory=dict)
+    p99_interval_ms: Optional[Tuple[float, float, bool]] = None
+    margin: Optional[float] = None
+    algorithmic_ms: Optional[float] = None
+    delay_ms: Dict[str, float] = field(default_factory=dict)
+    end_delay_ms: Dict[str, float] = field(default_factory=dict)
+    delay_growth: Optional[float] = None
+    behind: bool = False
+    first_token_ms: Optional[float] = None
+    final_ms: Optional[float] = None
+    tokens_per_chunk: Optional[float] = None
+    tokens_per_audio_s: Optional[float] = None
+    growth: Optional[float] = None
+    streaming_rtf: Optional[float] = None
+    utilisation: Optional[float] = None
+    state_kb: Optional[float] = None
+    process_peak_mb: Optional[float] = None
+    memory_reading_bytes: Optional[float] = None
+    emission_ms: Dict[str, float] = field(default_factory=dict)
+    emission_tokens: int = 0
+    unserved: int = 0
+    compute_sorted_ms: List[float] = field(default_factory=list)
+    delay_sorted_ms: List[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One capacity probe: ``streams`` served at once; its p99 compute and delay (ms), delay growth (s/s),
+    utilisation, largest memory reading (bytes), whether it passed, and the chunks left unserved."""
+
+    streams: int
+    p99_ms: float
+    delay_p99_ms: Optional[float]
+    slope: Optional[float]
+    utilisation: Optional[float]
+    memory_bytes: Optional[float]
+    passed: bool
+    unserved: int = 0
+    compute_p50_ms: Optional[float] = None
+
+    @property
+    def behind(self) -> bool:
+        return self.unserved > 0 or (self.slope is not None and self.slope > BEHIND_SLOPE)
+
+
+@dataclass(frozen=True)
+class CapacityRow:
+    """A capacity search: the streams per machine within the delay target (median over runs), the probes of its
+    first run, the worst-case compute budget, state and memory per added stream."""
+
+    record: Measurement
+    chunk_size: int
+    left_context: int
+    chunk_ms: Optional[float]
+    target_ms: Optional[float]
+    capacity: Optional[float]
+    runs: int
+    max_streams: int
+    traffic: str = "spread"
+    probes: List[Probe] = field(default_factory=list)
+    budget: Optional[int] = None
+    delay_p99_ms: Optional[float] = None
+    state_kb: Optional[float] = None
+    marginal_mb: Optional[float] = None
+    lone_ratio: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class StreamSetting:
+    """One (device, threads): its latency cells, capacity searches, offline RTFx (median, range) and machine load."""
+
+    device: str
+    threads: int
+    rows: List[LatencyRow]
+    capacities: List[CapacityRow]
+    offline: Optional[Measurement]
+    offline_rtfx: Optional[float]
+    loads: Optional[Tuple[float, float]]
+    offline_range: Optional[Tuple[float, float]] = None
+    marginal_mb: Dict[Tuple[int, int], float] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """Filesystem-safe, e.g. ``cpu-1threads`` (the plots' file names)."""
+        return setting_name(self.device, self.threads)
+
+    @property
+    def capacity(self) -> Optional[CapacityRow]:
+        return self.capacities[0] if self.capacities else None
+
+
+@dataclass(frozen=True)
+class StreamSummary:
+    """Everything a stream job's reports show (see :mod:`sbprof.analysis.stream`)."""
+
+    model: str
+    rules: Dict[str, Any]
+    machine: Dict[str, Any]
+    settings: List[StreamSetting]
