@@ -1,4 +1,4 @@
-"""The ranks of one distributed run analysed together: stragglers, imbalance, communication, waiting, scaling.
+"""The ranks of one distributed run analysed together: stragglers, imbalance, communication, waiting.
 
 Input: one record per (rank, section) (:class:`~sbprof.record.Measurement`,
 ``extra["rank"]`` holding each reported step's index, communication and
@@ -8,8 +8,12 @@ stream rank files with one rank in memory at a time:
 1. :meth:`RunAnalysis.add_steps`: per section and step index, the smallest
    communication time over ranks, the longest step, and the utterances and
    audio seconds of every rank;
-2. :meth:`RunAnalysis.add_rank`: one :class:`RankRow` per rank (a few
-   numbers), against those per-step figures.
+2. :meth:`RunAnalysis.add_rank`: one :class:`~sbprof.analysis.rank_rows.RankRow`
+   per rank (a few numbers), against those per-step figures.
+
+What the passes hold: :mod:`sbprof.analysis.rank_rows`; each section's summary
+and figures: :mod:`sbprof.analysis.rank_sections`; the scaling over world
+sizes: :mod:`sbprof.analysis.world_scaling`.
 
 Definitions (the report states them beside each table):
 
@@ -46,121 +50,13 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from sbprof.analysis.rank_rows import MissingRank, RankRow, StepTotals
+from sbprof.analysis.rank_sections import SectionSummary, host_rows, shown_rows, straggler_cost, throughput
 from sbprof.record import Measurement
-from sbprof.stats import Stats, summarise
+from sbprof.stats import summarise
 
 NORMAL_ENDS = ("exit", "done")
 """How a rank that finished its work ends its file; any other end (SIGTERM, an exception) is an early stop."""
-SHOW_ALL_RANKS = 32
-"""Up to this many ranks the report lists every one; beyond, the slowest and fastest (every rank in the CSV)."""
-SHOWN_EACH_SIDE = 8
-
-
-@dataclass
-class StepTotals:
-    """Per step index of one section, over the ranks fed so far (pass 1)."""
-
-    min_comm: Dict[int, float] = field(default_factory=dict)
-    comm_ranks: Dict[int, int] = field(default_factory=dict)  # ranks with a communication figure per step
-    busy_top: Dict[int, Tuple[float, int, float]] = field(default_factory=dict)  # pass 2: (longest, its rank, next)
-    empty: List[Tuple[int, int, Optional[int]]] = field(default_factory=list)  # ranks with 0 reported steps
-    schedule: Optional[str] = None
-    load: Optional[float] = None  # the highest 1-minute load average a rank saw when it wrote its records
-    max_wall: Dict[int, float] = field(default_factory=dict)
-    ranks: Dict[int, int] = field(default_factory=dict)
-    utterances: Dict[int, float] = field(default_factory=dict)
-    audio_s: Dict[int, float] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class RankRow:
-    """One rank's figures in one section (see the module docstring for each definition)."""
-
-    rank: int
-    host: str
-    node_rank: int
-    local_rank: int
-    steps: int
-    step: Stats
-    busy: Stats
-    comm_s: Optional[float]
-    comm_share: Optional[float]
-    wait_s: Optional[float]
-    wait_share: Optional[float]
-    between_s: Optional[float]
-    between_share: Optional[float]
-    peak_bytes: Optional[int]
-    peak_kind: str
-    ended: str
-    last_step: Optional[int]
-    wait_estimated: bool = False  # some steps lacked another rank's communication (see add_rank)
-
-
-@dataclass(frozen=True)
-class MissingRank:
-    """A rank without figures: it never wrote (``last_step`` ``None``), or it died or hung after that step."""
-
-    rank: int
-    last_step: Optional[int]
-    why: str
-    host: str = ""
-    node_rank: Optional[int] = None
-
-
-@dataclass(frozen=True)
-class HostRow:
-    """The ranks of one host (and node rank: two node groups may share a host)."""
-
-    host: str
-    node_rank: int
-    ranks: List[int]
-    busy_median_s: float
-    busy_max_s: float
-    comm_share: Optional[float]
-    wait_max_s: Optional[float]
-    peak_max_bytes: Optional[int]
-
-
-@dataclass(frozen=True)
-class Throughput:
-    """Utterances and audio seconds trained per second by the whole world (see the module docstring)."""
-
-    steps: int
-    utterances_per_s: float
-    audio_s_per_s: Optional[float]
-    step_s: float
-    step_q1: Optional[float] = None
-    step_q3: Optional[float] = None
-
-
-@dataclass(frozen=True)
-class SectionSummary:
-    """One profiled target (or training cell) over every rank of a run."""
-
-    key: str
-    world_size: int
-    rows: List[RankRow]
-    shown: List[RankRow]
-    hosts: List[HostRow]
-    slowest: Optional[RankRow]
-    median_busy_s: Optional[float]
-    imbalance: Optional[float]
-    excess_s: Optional[float]
-    comm_share: Optional[float]
-    most_waiting: Optional[RankRow]
-    between_share: Optional[float]
-    peak: Optional[RankRow]
-    throughput: Optional[Throughput]
-    step_s: Optional[float] = None
-    comm_s: Optional[float] = None
-    between_s: Optional[float] = None
-    comm_ranks: List[int] = field(default_factory=list)
-    wait_ranks: List[int] = field(default_factory=list)
-    between_ranks: List[int] = field(default_factory=list)
-    straggler_cost: Optional["StragglerCost"] = None
-    empty: List[Tuple[int, int, Optional[int]]] = field(default_factory=list)  # (rank, steps taken, last index)
-    schedule: Optional[str] = None
-    load: Optional[float] = None
 
 
 def _rank_extra(m: Measurement) -> Dict[str, Any]:
@@ -330,67 +226,6 @@ class RunAnalysis:
             empty=sorted(totals.empty), schedule=totals.schedule, load=totals.load)
 
 
-def straggler_cost(totals: StepTotals, straggler: int, ranks: int, world_size: int) -> Optional["StragglerCost"]:
-    """The step time saved if ``straggler`` ran at the median rank's pace (see the module docstring).
-
-    Per step every rank reported: its busy time minus the longest of the other ranks' (0 when it is not the
-    longest); the median over those steps. ``None`` with fewer than two ranks.
-    """
-    if ranks < 2 or world_size < 2:
-        return None
-    costs = [max(0.0, top - nxt) if who == straggler else 0.0
-             for i, (top, who, nxt) in sorted(totals.busy_top.items()) if totals.ranks.get(i) == ranks]
-    if not costs:
-        return None
-    return StragglerCost(statistics.median(costs), len(costs))
-
-
-@dataclass(frozen=True)
-class StragglerCost:
-    """What the slowest rank costs the job per step (median over the steps every rank reported)."""
-
-    seconds: float
-    steps: int
-
-
-def shown_rows(rows: List[RankRow]) -> List[RankRow]:
-    """Every rank up to :data:`SHOW_ALL_RANKS`; beyond, the slowest and the fastest by median busy time, by rank."""
-    if len(rows) <= SHOW_ALL_RANKS:
-        return rows
-    by_busy = sorted(rows, key=lambda r: r.busy.median)
-    return sorted(by_busy[:SHOWN_EACH_SIDE] + by_busy[-SHOWN_EACH_SIDE:], key=lambda r: r.rank)
-
-
-def host_rows(rows: List[RankRow]) -> List[HostRow]:
-    """The ranks grouped by (host, node rank)."""
-    groups: Dict[Tuple[str, int], List[RankRow]] = {}
-    for r in rows:
-        groups.setdefault((r.host, r.node_rank), []).append(r)
-    out = []
-    for (host, node), members in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        shares = [r.comm_share for r in members if r.comm_share is not None]
-        waits = [r.wait_s for r in members if r.wait_s is not None]
-        peaks = [r.peak_bytes for r in members if r.peak_bytes is not None]
-        out.append(HostRow(host, node, [r.rank for r in members],
-                           statistics.median(r.busy.median for r in members), max(r.busy.median for r in members),
-                           statistics.median(shares) if shares else None, max(waits) if waits else None,
-                           max(peaks) if peaks else None))
-    return out
-
-
-def throughput(totals: StepTotals, ranks: int) -> Optional[Throughput]:
-    """The world's utterances per second over the steps every rank reported (``None`` without utterance counts)."""
-    steps = [i for i, n in totals.ranks.items() if n == ranks and i in totals.utterances]
-    if not steps:
-        return None
-    seconds = sum(totals.max_wall[i] for i in steps)
-    audio = sum(totals.audio_s[i] for i in steps) / seconds if all(i in totals.audio_s for i in steps) else None
-    walls = sorted(totals.max_wall[i] for i in steps)
-    spread = summarise(walls)
-    return Throughput(len(steps), sum(totals.utterances[i] for i in steps) / seconds, audio,
-                      statistics.median(walls), spread.q1, spread.q3)
-
-
 @dataclass(frozen=True)
 class RunSummary:
     """Everything a merged report of one run shows (see the module docstring)."""
@@ -419,80 +254,3 @@ def summarise_run(analysis: RunAnalysis, run_id: str, backend: str, source: str,
     return RunSummary(run_id, analysis.world_size, backend, source, sections,
                       sorted(analysis.missing, key=lambda m: m.rank), sorted(early.values(), key=lambda r: r.rank),
                       list(notes), gpu)
-
-
-@dataclass(frozen=True)
-class ScalingRow:
-    """One world size of a scaling study (throughput over runs: median)."""
-
-    world_size: int
-    processes: int
-    cores: int
-    utterances_per_s: Optional[float]
-    audio_s_per_s: Optional[float]
-    speedup: Optional[float]
-    efficiency: Optional[float]
-    imbalance: Optional[float]
-    comm_share: Optional[float]
-    runs: int = 1
-    step_s: Optional[float] = None  # global step (longest over ranks), median over steps and runs
-    step_q1: Optional[float] = None
-    step_q3: Optional[float] = None
-    load: Optional[float] = None  # highest 1-minute load average seen by a rank at its end
-
-    @property
-    def oversubscribed(self) -> bool:
-        """More busy threads (ranks x threads per rank) than the machine's logical cores."""
-        return self.processes > self.cores
-
-    @property
-    def busy_machine(self) -> bool:
-        """The machine's load reached its logical cores: other work shared them with the ranks."""
-        return self.load is not None and self.load >= self.cores
-
-
-def scaling_rows(points: Sequence[Tuple[int, int, int, Optional[SectionSummary]]]) -> List[ScalingRow]:
-    """Speed-up and efficiency against world size 1 from ``(world size, threads per rank, cores, summary)``.
-
-    Speed-up = throughput at N / throughput at 1 (utterances per second); efficiency = speed-up / N.
-    With a fixed global batch (strong scaling) ideal is N; with a fixed per-rank batch (weak) too.
-
-    Example
-    -------
-    >>> s = lambda u: SectionSummary("k", 1, [], [], [], None, None, 1.0, 0.0, 0.1, None, None, None,
-    ...                              Throughput(3, u, None, 1.0))
-    >>> rows = scaling_rows([(1, 1, 2, s(10.0)), (2, 1, 2, s(15.0)), (4, 1, 2, s(16.0))])
-    >>> [(r.speedup, r.efficiency, r.oversubscribed) for r in rows]
-    [(1.0, 1.0, False), (1.5, 0.75, False), (1.6, 0.4, True)]
-    """
-    by_size: Dict[int, List[Tuple[int, int, Optional[SectionSummary]]]] = {}
-    for size, threads, cores, summary in points:
-        by_size.setdefault(size, []).append((threads, cores, summary))
-
-    def median_of(values: List[Optional[float]]) -> Optional[float]:
-        known = [v for v in values if v is not None]
-        return statistics.median(known) if known else None
-
-    rows = []
-    for size in sorted(by_size):
-        entries = by_size[size]
-        tps = [s.throughput for _, _, s in entries if s is not None and s.throughput is not None]
-        summaries = [s for _, _, s in entries if s is not None]
-        steps = [s.throughput for s in summaries if s.throughput is not None]
-        loads = [s.load for s in summaries if s.load is not None]
-        rows.append(ScalingRow(
-            world_size=size, processes=size * entries[0][0], cores=entries[0][1],
-            utterances_per_s=median_of([t.utterances_per_s for t in tps]),
-            audio_s_per_s=median_of([t.audio_s_per_s for t in tps]), speedup=None, efficiency=None,
-            imbalance=median_of([s.imbalance for s in summaries]) if size > 1 else None,
-            comm_share=median_of([s.comm_share for s in summaries]) if size > 1 else None, runs=len(entries),
-            step_s=median_of([t.step_s for t in steps]), step_q1=median_of([t.step_q1 for t in steps]),
-            step_q3=median_of([t.step_q3 for t in steps]), load=max(loads) if loads else None))
-    base = next((r.utterances_per_s for r in rows if r.world_size == 1), None)
-    out = []
-    for r in rows:
-        speedup = None if base is None or r.utterances_per_s is None else r.utterances_per_s / base
-        out.append(ScalingRow(r.world_size, r.processes, r.cores, r.utterances_per_s, r.audio_s_per_s, speedup,
-                              None if speedup is None else speedup / r.world_size, r.imbalance, r.comm_share,
-                              r.runs, r.step_s, r.step_q1, r.step_q3, r.load))
-    return out

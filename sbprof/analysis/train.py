@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from sbprof.analysis.distributed import (MissingRank, RunAnalysis, RunSummary, ScalingRow, scaling_rows,
-                                         summarise_run)
+from sbprof.analysis.distributed import RunAnalysis, RunSummary, summarise_run
+from sbprof.analysis.rank_rows import MissingRank
+from sbprof.analysis.world_scaling import ScalingRow, scaling_rows
 from sbprof.errors import ConfigError
 from sbprof.figures import cell_sort_key
 from sbprof.record import Measurement

@@ -11,8 +11,9 @@ launcher, rendezvous or transport of its own:
 - :mod:`~sbprof.distributed.rankfile`: the per-rank file (JSON lines, written
   as steps end, so a rank that dies still says where it was);
 - :mod:`~sbprof.distributed.recorder`: the decorators' rank mode (a section
-  per profiled target; the file closed at exit or SIGTERM; rank 0 merges
-  after a barrier with a timeout);
+  per profiled target, its steps written as they end);
+- :mod:`~sbprof.distributed.ranklog`: this rank's file over its life (closed
+  at exit or SIGTERM; rank 0 merges after a barrier with a timeout);
 - :mod:`~sbprof.distributed.merge`: the streaming merge (two passes, one
   rank in memory at a time) behind ``sbprof merge``;
 - :mod:`~sbprof.distributed.launch`: the torchrun command sbprof runs for a

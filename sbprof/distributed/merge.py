@@ -21,7 +21,8 @@ import os
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
-from sbprof.analysis.distributed import MissingRank, RunAnalysis, RunSummary, summarise_run
+from sbprof.analysis.distributed import RunAnalysis, RunSummary, summarise_run
+from sbprof.analysis.rank_rows import MissingRank
 from sbprof.distributed.rankfile import RankFile, read_rank_file, rank_files
 from sbprof.distributed.world import DEFAULT_FOLDER, ENV_FOLDER
 from sbprof.errors import ConfigError

@@ -7,45 +7,18 @@ step: data loading and the loop's own work) and when a profiler session
 ends; it then reads that session's events for the communication time of each
 reported step (:mod:`sbprof.distributed.comm`) and, with ``profile_memory``,
 each step's allocator peak. Lines go to this process's rank file
-(:mod:`sbprof.distributed.rankfile`) as they come.
-
-The file opens at the first step (the process group exists by then); the
-run id is agreed then (:func:`~sbprof.distributed.world.agree_run_id`). The
-file is closed, with one record per section and step name and an ``end``
-line, at interpreter exit, on SIGTERM (torchrun's way of stopping the other
-ranks when one fails), or by :func:`finish`. Closing also passes a barrier
-with a timeout through torchrun's store: each rank marks its end; rank 0
-waits for every mark (at most ``$SBPROF_MERGE_TIMEOUT_S``, default 300 s),
-then runs ``sbprof merge`` on the run folder, which names the ranks that
-never ended and where each was last seen. After SIGTERM, the first stopped
-rank to claim it merges at once, within torchrun's grace period (or prints
-the ``sbprof merge`` command that does).
+(:mod:`sbprof.distributed.rankfile`) as they come; the file's opening,
+closing and merge: :mod:`sbprof.distributed.ranklog`.
 """
 from __future__ import annotations
 
-import atexit
-import os
-import shlex
 import signal
-import subprocess
-import sys
-import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from sbprof.distributed.rankfile import RankWriter, rank_file
-from sbprof.distributed.world import STORE_PREFIX, World, agree_run_id, backend, connect_store, from_env, rank_folder
-
-ENV_MERGE_TIMEOUT = "SBPROF_MERGE_TIMEOUT_S"
-ENV_NO_MERGE = "SBPROF_NO_MERGE"
-DEFAULT_MERGE_TIMEOUT_S = 300.0
-STOPPED_WAIT_S = 5.0
-"""After SIGTERM: how long the merging rank waits for the other stopped ranks to close their files."""
-STOPPED_MERGE_S = 15.0
-"""After SIGTERM: the merge's deadline (torchrun kills the ranks 30 s after its SIGTERM)."""
-_POLL_S = 0.2
+from sbprof.distributed.ranklog import RankLog
+from sbprof.distributed.world import World, from_env, rank_folder
 
 
 @dataclass
@@ -71,166 +44,6 @@ def record_key(section: str, step: str) -> str:
     ('CTCBrain/train', 'train_step')
     """
     return section if step == section else f"{section}/{step}"
-
-
-class RankLog:
-    """This process's rank file, opened at the first step of any section (one per process)."""
-
-    current: Optional["RankLog"] = None
-    _lock = threading.Lock()
-
-    def __init__(self, world: World, folder: Path):
-        self.world = world
-        self.store = connect_store(world)
-        self.run_id = agree_run_id(world, self.store)
-        self.folder = folder / self.run_id
-        self.backend = backend()
-        self.sections: List["RankSection"] = []
-        self.closing = False
-        self.sigterm_pending = False
-        self.writer = RankWriter(rank_file(self.folder, world.rank), {
-            "run_id": self.run_id, **world.to_dict(), "backend": self.backend, "pid": os.getpid(),
-            "started_unix": time.time()})
-        atexit.register(self._at_exit)
-        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-            signal.signal(signal.SIGTERM, self._on_sigterm)
-
-    @classmethod
-    def get(cls, world: World, folder: Path) -> "RankLog":
-        """This process's log, opened now if needed; once closed (:func:`finish`), later steps are not written."""
-        with cls._lock:
-            if cls.current is None:
-                cls.current = cls(world, folder)
-            return cls.current
-
-    def _at_exit(self) -> None:
-        # An uncaught exception ends the interpreter too (sys.last_value): that is no normal end.
-        error = getattr(sys, "last_value", None)
-        code = self.close("exit" if error is None else f"exception: {type(error).__name__}: {error}"[:200])
-        if error is None and code not in (None, 0):
-            # The merge failed (2) or found the run incomplete (1): this rank's exit code says so.
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
-
-    def _on_sigterm(self, signum: int, frame: Any) -> None:
-        if any(getattr(s.profiler, "stopping", False) for s in self.sections):
-            # A profiler is reading its recording (the SIGTERM came in the middle): finish that first, so its
-            # communication is written, then close (RankSection.stop_finished calls back).
-            self.sigterm_pending = True
-            return
-        if not self.closing:
-            self.close("SIGTERM", barrier=False)
-            self._merge_after_stop()
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    def close(self, reason: str, barrier: bool = True, merge: Optional[bool] = None) -> Optional[int]:
-        """Write every section's records and the end line; pass the end barrier; rank 0 merges (its exit code)."""
-        if self.closing or self.writer.file.closed:
-            return None
-        self.closing = True
-        for section in self.sections:
-            section.write_records(self)
-        last = max((row.index for s in self.sections for rows in s.rows.values() for row in rows), default=None)
-        self.writer.write("end", {"reason": reason, "last_step": last, "t": time.time()})
-        self.writer.close()
-        if not barrier:
-            return None
-        missing = [] if self.store is None else end_barrier(
-            self.store, self.run_id, self.world, reason,
-            float(os.environ.get(ENV_MERGE_TIMEOUT, DEFAULT_MERGE_TIMEOUT_S)))
-        merge = os.environ.get(ENV_NO_MERGE) != "1" if merge is None else merge
-        if self.world.rank != 0 or not merge:
-            return None
-        if missing:
-            print(f"sbprof: ranks {missing} did not end within the barrier's timeout: merging without them",
-                  file=sys.stderr)
-        return run_merge(self.folder)
-
-
-    def _merge_after_stop(self) -> None:
-        """Stopped by SIGTERM (torchrun stopping the world after a rank failed): one stopped rank merges now.
-
-        Within torchrun's grace period (30 s before its SIGKILL): each stopped rank marks its end; the first to
-        claim the merge through torchrun's store waits up to :data:`STOPPED_WAIT_S` for the others' marks (a
-        dead rank never marks), then runs ``sbprof merge`` with a deadline. When it cannot, it prints the
-        command that does.
-        """
-        if os.environ.get(ENV_NO_MERGE) == "1":
-            return
-        command = f"sbprof merge {shlex.quote(str(self.folder))}"
-        try:
-            if self.store is not None:
-                if not claim_merge(self.store, self.run_id, self.world):
-                    return  # another stopped rank merges
-                end_barrier(self.store, self.run_id, self.world, "SIGTERM", STOPPED_WAIT_S, waiter=self.world.rank)
-            print(f"sbprof: rank {self.world.rank} was stopped (SIGTERM): merging what every rank wrote "
-                  f"({command})", file=sys.stderr, flush=True)
-            code = run_merge(self.folder, timeout_s=STOPPED_MERGE_S)
-        except Exception:  # noqa: BLE001 - never a traceback while torchrun stops the world
-            code = None
-        if code not in (0, 1):
-            print(f"sbprof: no report was written for this stopped run; for it, run: {command}", file=sys.stderr,
-                  flush=True)
-
-
-def claim_merge(store: Any, run_id: str, world: World) -> bool:
-    """Whether this rank is the first of a stopped run to claim its merge (the store's atomic compare-set).
-
-    Example
-    -------
-    >>> import torch.distributed as dist
-    >>> store = dist.HashStore()
-    >>> [claim_merge(store, "r", from_env({"RANK": str(r), "WORLD_SIZE": "2"})) for r in (1, 0)]
-    [True, False]
-    """
-    try:
-        mine = str(world.rank)
-        return store.compare_set(f"{STORE_PREFIX}{run_id}/merger", "", mine).decode() == mine
-    except (RuntimeError, ValueError, OSError):
-        return True
-
-
-def end_barrier(store: Any, run_id: str, world: World, reason: str, timeout_s: float,
-                waiter: int = 0) -> List[int]:
-    """Mark this rank's end in torchrun's store; rank ``waiter`` (0) waits for every rank's mark, at most ``timeout_s``.
-
-    Returns the ranks the waiter did not see end (empty elsewhere, and when the store is gone: torchrun stopping).
-
-    Example
-    -------
-    >>> import torch.distributed as dist
-    >>> store = dist.HashStore()
-    >>> world = from_env({"RANK": "0", "WORLD_SIZE": "2"})
-    >>> end_barrier(store, "r", world, "done", timeout_s=0.2)  # rank 1 never ends: not waited for forever
-    [1]
-    """
-    keys = [f"{STORE_PREFIX}{run_id}/end/{r}" for r in range(world.world_size)]
-    try:
-        store.set(keys[world.rank], reason)
-        if world.rank != waiter:
-            return []
-        deadline = time.monotonic() + timeout_s
-        while not store.check(keys) and time.monotonic() < deadline:
-            time.sleep(_POLL_S)
-        return [r for r, key in enumerate(keys) if not store.check([key])]
-    except (RuntimeError, ValueError, OSError):
-        return []
-
-
-def run_merge(run_folder: Path, timeout_s: Optional[float] = None) -> Optional[int]:
-    """``sbprof merge RUN_FOLDER`` in a fresh process (the measuring process never renders); its exit code
-    (``None`` past ``timeout_s``)."""
-    from sbprof.workers.supervisor import SBPROF_ROOT
-
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (SBPROF_ROOT, env.get("PYTHONPATH")) if p)
-    try:
-        return subprocess.run([sys.executable, "-m", "sbprof", "merge", str(run_folder)], env=env,
-                              timeout=timeout_s).returncode
-    except subprocess.TimeoutExpired:
-        return None
 
 
 class RankSection:
@@ -388,6 +201,7 @@ def new_section(name: str, folder: Optional[str]) -> Optional[RankSection]:
 
     Example
     -------
+    >>> import os
     >>> new_section("f", None) is None or os.environ.get("RANK") is not None
     True
     """
@@ -396,11 +210,3 @@ def new_section(name: str, folder: Optional[str]) -> Optional[RankSection]:
         return None
     _KEYS[name] = _KEYS.get(name, 0) + 1
     return RankSection(world, name if _KEYS[name] == 1 else f"{name}#{_KEYS[name]}", folder)
-
-
-def finish(reason: str = "done", merge: Optional[bool] = None) -> Optional[int]:
-    """Close this rank's file now (records, end line, barrier; rank 0 merges): the merge's exit code on rank 0."""
-    log = RankLog.current
-    if log is None:
-        return None
-    return log.close(reason, merge=merge)

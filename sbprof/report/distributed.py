@@ -11,7 +11,10 @@ import io
 from pathlib import Path
 from typing import Dict, List, Optional, Union
 
-from sbprof.analysis.distributed import RankRow, RunSummary, ScalingRow, SectionSummary
+from sbprof.analysis.distributed import RunSummary
+from sbprof.analysis.rank_rows import RankRow
+from sbprof.analysis.rank_sections import SectionSummary
+from sbprof.analysis.world_scaling import ScalingRow
 from sbprof.report.format import MESSAGE_CHARS, bytes_in, plural, sig3, table
 from sbprof.results.files import atomic_write_text
 

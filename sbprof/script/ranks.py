@@ -1,8 +1,8 @@
 """Under torchrun, each rank's measured steps also go to its rank file, and rank 0 merges the run.
 
 The rank files and the merge are the distributed decorators' own
-(:mod:`sbprof.distributed.recorder`): a section named after the script, one
-record per stage, closed with :func:`~sbprof.distributed.recorder.finish`
+(:mod:`sbprof.distributed.recorder`, :mod:`sbprof.distributed.ranklog`): a section named after the script, one
+record per stage, closed with :func:`~sbprof.distributed.ranklog.finish`
 (records, end line, barrier; rank 0 runs ``sbprof merge`` on the run's folder).
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ class RankSteps:
 
     def close(self, reason: str) -> Optional[int]:
         """Write this rank's records and end line, pass the end barrier; on rank 0, the merge's exit code."""
-        from sbprof.distributed.recorder import finish
+        from sbprof.distributed.ranklog import finish
 
         return finish(reason)
 

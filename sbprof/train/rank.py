@@ -89,7 +89,7 @@ def run_rank(cfg: TrainConfig) -> int:
     """
     from speechbrain.utils.distributed import ddp_init_group
 
-    from sbprof.distributed.recorder import finish
+    from sbprof.distributed.ranklog import finish
     from sbprof.workers.cells import set_threads
 
     world = from_env()

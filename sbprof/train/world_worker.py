@@ -68,7 +68,7 @@ class WorldWorker(CellWorker):
     def launch(self, cells: List[Cell]) -> Dict[Tuple[Any, ...], Dict[str, Any]]:
         from sbprof.distributed.launch import run_world, torchrun_command
         from sbprof.distributed.rankfile import rank_file
-        from sbprof.distributed.recorder import ENV_NO_MERGE
+        from sbprof.distributed.ranklog import ENV_NO_MERGE
         from sbprof.distributed.world import ENV_RUN_ID, new_run_id
         from sbprof.env import collect_env
         from sbprof.jobs.plan import worker_env

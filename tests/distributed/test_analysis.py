@@ -1,7 +1,9 @@
 """The two-pass analysis of a run's ranks on hand-made records with known answers."""
 import pytest
 
-from sbprof.analysis.distributed import SHOWN_EACH_SIDE, MissingRank, RunAnalysis, summarise_run
+from sbprof.analysis.distributed import RunAnalysis, summarise_run
+from sbprof.analysis.rank_rows import MissingRank
+from sbprof.analysis.rank_sections import SHOWN_EACH_SIDE
 from sbprof.record import Cell, Measurement, MemoryPeak
 
 

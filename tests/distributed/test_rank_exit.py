@@ -7,9 +7,9 @@ from torchrun_tools import rank_env
 
 SCRIPT = """
 import sys, torch, sbprof
-import sbprof.distributed.recorder as recorder
+import sbprof.distributed.ranklog as ranklog
 if sys.argv[1] == "fail":
-    recorder.run_merge = lambda folder, timeout_s=None: 2  # the merge says: bad input
+    ranklog.run_merge = lambda folder, timeout_s=None: 2  # the merge says: bad input
 @sbprof.profile_optimiser(wait=0, warmup=0, active=3)
 def step():
     torch.ones(8).sum()

@@ -1,0 +1,63 @@
+"""What the two passes over a distributed run's rank records hold: per-step totals over ranks, one row per rank
+in a section, and the ranks without figures (definitions: :mod:`sbprof.analysis.distributed`).
+
+Pure: no torch, no clocks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+from sbprof.stats import Stats
+
+
+@dataclass
+class StepTotals:
+    """Per step index of one section, over the ranks fed so far (pass 1)."""
+
+    min_comm: Dict[int, float] = field(default_factory=dict)
+    comm_ranks: Dict[int, int] = field(default_factory=dict)  # ranks with a communication figure per step
+    busy_top: Dict[int, Tuple[float, int, float]] = field(default_factory=dict)  # pass 2: (longest, its rank, next)
+    empty: List[Tuple[int, int, Optional[int]]] = field(default_factory=list)  # ranks with 0 reported steps
+    schedule: Optional[str] = None
+    load: Optional[float] = None  # the highest 1-minute load average a rank saw when it wrote its records
+    max_wall: Dict[int, float] = field(default_factory=dict)
+    ranks: Dict[int, int] = field(default_factory=dict)
+    utterances: Dict[int, float] = field(default_factory=dict)
+    audio_s: Dict[int, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RankRow:
+    """One rank's figures in one section (see :mod:`sbprof.analysis.distributed` for each definition)."""
+
+    rank: int
+    host: str
+    node_rank: int
+    local_rank: int
+    steps: int
+    step: Stats
+    busy: Stats
+    comm_s: Optional[float]
+    comm_share: Optional[float]
+    wait_s: Optional[float]
+    wait_share: Optional[float]
+    between_s: Optional[float]
+    between_share: Optional[float]
+    peak_bytes: Optional[int]
+    peak_kind: str
+    ended: str
+    last_step: Optional[int]
+    wait_estimated: bool = False  # some steps lacked another rank's communication (see add_rank)
+
+
+@dataclass(frozen=True)
+class MissingRank:
+    """A rank without figures: it never wrote (``last_step`` ``None``), or it died or hung after that step."""
+
+    rank: int
+    last_step: Optional[int]
+    why: str
+    host: str = ""
+    node_rank: Optional[int] = None
+
