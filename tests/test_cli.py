@@ -14,6 +14,7 @@ import pytest
 
 from fake_interfaces import replace_in_file, use_test_environment, write_model_folder, write_sweep_yaml
 from refusals import assert_refused
+from signals import default_sigint
 from sbprof.cli import main as sbprof_main
 from sbprof.results import RESULTS_FILE
 
@@ -222,13 +223,12 @@ def test_resume_after_interruption(tmp_path, capsys, sig):
     out = tmp_path / "out"
     private_tmp = tmp_path / "tmp"  # the run's own temporary folder: whatever it leaves there is its own
     private_tmp.mkdir()
-    # A session of its own: the signal reaches the runner and its worker, as Ctrl-C would. SIGINT's default
-    # action is restored first: a test run started in the background (`pytest &`) ignores SIGINT, and a
-    # child inherits that, as Unix intends, so Ctrl-C would never reach it.
+    # A session of its own: the signal reaches the runner and its worker, as Ctrl-C would (SIGINT's default
+    # action restored first: see tests/signals.py).
     proc = subprocess.Popen([sys.executable, str(REPO / "recipes" / "profile.py"), str(path), "--noprogressbar"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
                             env={**os.environ, "TMPDIR": str(private_tmp)},
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            preexec_fn=default_sigint)
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
