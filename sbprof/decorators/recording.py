@@ -125,9 +125,10 @@ class RecordingProfiler(tprof.profile):
                 try:
                     super().stop()
                 finally:
+                    # Also when reading failed: a SIGTERM held back meanwhile is never dropped.
                     self.stopping = False
-                if self.rank_section is not None:
-                    self.rank_section.stop_finished()
+                    if self.rank_section is not None:
+                        self.rank_section.stop_finished()
             self.running = False
 
     def _start_recording(self) -> None:
@@ -152,9 +153,9 @@ class RecordingProfiler(tprof.profile):
             self._recording = False
             self._trace_ready()
         finally:
-            self.stopping = False
-        if self.rank_section is not None:
-            self.rank_section.stop_finished()
+            self.stopping = False  # and a SIGTERM held back meanwhile is handled, even when reading failed
+            if self.rank_section is not None:
+                self.rank_section.stop_finished()
         pause = time.perf_counter() - t0
         if not final:
             self.pauses.append(pause)

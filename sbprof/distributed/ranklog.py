@@ -62,6 +62,8 @@ class RankLog:
         self.backend = backend()
         self.sections: List[Section] = []
         self.closing = False
+        self.writing = False  # close() is writing the records: a SIGTERM now waits for the end line
+        self.merged = False  # a merge ran or runs (at the end barrier or after SIGTERM)
         self.sigterm_pending = False
         self.writer = RankWriter(rank_file(self.folder, world.rank), {
             "run_id": self.run_id, **world.to_dict(), "backend": self.backend, "pid": os.getpid(),
@@ -89,13 +91,16 @@ class RankLog:
             os._exit(code)
 
     def _on_sigterm(self, signum: int, frame: Any) -> None:
-        if any(getattr(s.profiler, "stopping", False) for s in self.sections):
-            # A profiler is reading its recording (the SIGTERM came in the middle): finish that first, so its
-            # communication is written, then close (RankSection.stop_finished calls back).
+        if self.writing or any(getattr(s.profiler, "stopping", False) for s in self.sections):
+            # A profiler is reading its recording, or close() is writing the records (the SIGTERM came in the
+            # middle): finish that first, so the file is whole, then handle it (stop_finished / close call back).
             self.sigterm_pending = True
             return
         if not self.closing:
             self.close("SIGTERM", barrier=False)
+        if not self.merged:
+            # Also when this rank had closed at exit (an exception: its peer died) and waits in the end barrier
+            # for a rank that never comes: the world is being stopped, merge now.
             self._merge_after_stop()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
@@ -104,12 +109,19 @@ class RankLog:
         """Write every section's records and the end line; pass the end barrier; rank 0 merges (its exit code)."""
         if self.closing or self.writer.file.closed:
             return None
-        self.closing = True
-        for section in self.sections:
-            section.write_records(self)
-        last = max((row.index for s in self.sections for rows in s.rows.values() for row in rows), default=None)
-        self.writer.write("end", {"reason": reason, "last_step": last, "t": time.time()})
-        self.writer.close()
+        self.closing = self.writing = True
+        try:
+            for section in self.sections:
+                section.write_records(self)
+            last = max((row.index for s in self.sections for rows in s.rows.values() for row in rows),
+                       default=None)
+            self.writer.write("end", {"reason": reason, "last_step": last, "t": time.time()})
+            self.writer.close()
+        finally:
+            self.writing = False
+        if self.sigterm_pending:
+            self.sigterm_pending = False
+            self._on_sigterm(signal.SIGTERM, None)
         if not barrier:
             return None
         missing = [] if self.store is None else end_barrier(
@@ -121,6 +133,7 @@ class RankLog:
         if missing:
             print(f"sbprof: ranks {missing} did not end within the barrier's timeout: merging without them",
                   file=sys.stderr)
+        self.merged = True
         return run_merge(self.folder)
 
 
@@ -134,6 +147,7 @@ class RankLog:
         """
         if os.environ.get(ENV_NO_MERGE) == "1":
             return
+        self.merged = True
         command = f"sbprof merge {shlex.quote(str(self.folder))}"
         try:
             if self.store is not None:

@@ -89,3 +89,18 @@ def test_a_rank_killed_mid_run_leaves_a_report_with_its_steps_and_the_survivors_
     assert rows[killed].steps >= 5 and rows[killed].ended.startswith("no end line")  # the dead rank's steps count
     assert rows[survivor].comm_s is not None and rows[survivor].comm_s > 0  # kept through SIGTERM
     assert rows[survivor].wait_s is not None
+
+
+def test_a_rank_ended_by_an_exception_and_waiting_for_a_dead_peer_merges_when_torchrun_stops_it(tmp_path):
+    # Rank 0 raises (as gloo does when its peer's connection closes) and waits at exit, in the end barrier, for
+    # rank 1; rank 1 then dies by SIGKILL and torchrun stops rank 0 with SIGTERM there. Rank 0 must merge then.
+    done = launch(tmp_path, TEST_RAISE_RANK="0", TEST_RAISE_AT="8", TEST_KILL_RANK="1", TEST_KILL_AT="8",
+                  TEST_KILL_DELAY_S="2", TEST_ACTIVE="20")
+    assert done.returncode != 0
+    run_folder = find_run(tmp_path / "ranks")
+    assert (run_folder / "report.md").is_file(), done.stderr[-3000:]
+    assert "was stopped (SIGTERM)" in done.stderr
+    (train,) = [s for s in merge_run(run_folder).sections if s.key == "TinyBrain/train"]
+    rows = {r.rank: r for r in train.rows}
+    assert rows[0].ended.startswith("exception: RuntimeError") and rows[1].ended.startswith("no end line")
+    assert rows[0].steps >= 5 and rows[1].steps >= 5

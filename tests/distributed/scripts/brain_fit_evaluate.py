@@ -3,7 +3,9 @@
 Each rank times every ``fit_batch`` and ``evaluate_batch`` with its own ``perf_counter`` (inside sbprof's hook).
 ``TEST_SPIN_S``: busy-spin that long in each training batch on rank ``TEST_SPIN_RANK`` (a known straggler).
 ``TEST_KILL_RANK``/``TEST_KILL_AT``: that rank kills itself with SIGKILL at the start of its training batch
-KILL_AT (counting from 1). ``TEST_ACTIVE``: the schedule's active steps (default: the preset's).
+KILL_AT (counting from 1), after sleeping ``TEST_KILL_DELAY_S``. ``TEST_RAISE_RANK``/``TEST_RAISE_AT``: that rank
+raises at the start of that training batch (as a rank whose peer died does). ``TEST_ACTIVE``: the schedule's active
+steps (default: the preset's).
 """
 import json
 import os
@@ -21,6 +23,9 @@ SPIN_S = float(os.environ.get("TEST_SPIN_S", "0"))
 SPIN_RANK = int(os.environ.get("TEST_SPIN_RANK", "1"))
 KILL_RANK = int(os.environ.get("TEST_KILL_RANK", "-1"))
 KILL_AT = int(os.environ.get("TEST_KILL_AT", "0"))
+KILL_DELAY_S = float(os.environ.get("TEST_KILL_DELAY_S", "0"))
+RAISE_RANK = int(os.environ.get("TEST_RAISE_RANK", "-1"))
+RAISE_AT = int(os.environ.get("TEST_RAISE_AT", "0"))
 ACTIVE = os.environ.get("TEST_ACTIVE")
 RANK = int(os.environ["RANK"])
 outside = {"train": [], "test": []}
@@ -49,7 +54,10 @@ class TinyBrain(sb.Brain):
     def fit_batch(self, batch):
         start = time.perf_counter()
         if RANK == KILL_RANK and len(outside["train"]) + 1 == KILL_AT:
+            time.sleep(KILL_DELAY_S)
             os.kill(os.getpid(), signal.SIGKILL)
+        if RANK == RAISE_RANK and len(outside["train"]) + 1 == RAISE_AT:
+            raise RuntimeError("Connection closed by peer (raised by the test)")
         if RANK == SPIN_RANK and SPIN_S > 0:
             while time.perf_counter() - start < SPIN_S:
                 pass
