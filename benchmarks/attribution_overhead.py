@@ -36,7 +36,7 @@ import time
 import torch
 
 import sbprof
-from sbprof.stats import summarise
+from sbprof.base.stats import summarise
 from sbprof.train.brains import CTCBrain
 from sbprof.train.data import mock_batches
 from sbprof.train.models import ModelSizes, build_modules

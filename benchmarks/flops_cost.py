@@ -5,7 +5,7 @@ Small Conformer encoders (the shape of sbprof's default ASR model: d=144,
 and SpeechBrain's ``ConformerEncoder`` with ``regularMHA``) run inference
 (``eval()``, ``torch.no_grad()``) on a batch of encoder frames (25 per second
 of audio after a 4x subsampling front end). In each round the plain forward,
-``sbprof.flops.count_flops`` and ``FlopCounterMode`` each run once, in a
+``sbprof.measuring.flops.count_flops`` and ``FlopCounterMode`` each run once, in a
 rotating order, so drift and noise hit all alike; each counted call is
 divided by the plain forward of the same round, and the median ratio (and
 its quartiles) over rounds is printed. The target is a ratio <= 1.5.
@@ -32,8 +32,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
-from sbprof.flops import count_flops
-from sbprof.stats import summarise
+from sbprof.measuring.flops import count_flops
+from sbprof.base.stats import summarise
 
 D_MODEL, HEADS, FFN, LAYERS, KERNEL = 144, 4, 576, 6, 31
 FRAMES_PER_S = 25

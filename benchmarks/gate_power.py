@@ -129,7 +129,7 @@ def __getattr__(name: str) -> type:
     """``gate_power.Slowed<Interface>``: what a worker imports by dotted path (built on first use)."""
     if not name.startswith("Slowed"):
         raise AttributeError(name)
-    from sbprof.interfaces import interface_class, resolve_interface
+    from sbprof.models.interfaces import interface_class, resolve_interface
 
     base = name[len("Slowed"):]
     cls = slowed(interface_class(base), resolve_interface(base).method)
@@ -144,7 +144,7 @@ def model_pools(model: str, runs: int, audio_s: float, slowdown: float, samples:
     ``folder`` keeps the runs (a comparison results folder): run again with it to re-score them, or with a
     larger ``runs`` to add only the missing ones. Without it they go to a temporary folder."""
     from sbprof.compare.config import validate
-    from sbprof.interfaces import resolve_interface
+    from sbprof.models.interfaces import resolve_interface
     from sbprof.jobs.registry import get_job
     from sbprof.jobs.runner import run_config
     from sbprof.models.build import LOCAL_MODELS

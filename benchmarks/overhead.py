@@ -25,7 +25,7 @@ import speechbrain as sb
 import torch
 
 import sbprof
-from sbprof.stats import summarise
+from sbprof.base.stats import summarise
 
 
 class Acoustic(torch.nn.Module):

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import List
 
 from sbprof.models.build import LOCAL_MODELS
-from sbprof.predictions import held_out_validation
+from sbprof.analysis.predictions import held_out_validation
 from sbprof.results import load_results
 
 GRID = """pretrained_model: {{source: {model}, type: {interface}}}

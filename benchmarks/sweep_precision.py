@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from sbprof.analysis.intervals import typical_interval
-from sbprof.grid import make_grid
+from sbprof.analysis.grid import make_grid
 from sbprof.jobs.plan import Step, StoreView
 from sbprof.jobs.registry import get_job
 from sbprof.jobs.runner import run_job
 from sbprof.results import load_results
-from sbprof.runs import group_runs
+from sbprof.analysis.runs import group_runs
 from sbprof.sweep.config import load_config
 from sbprof.sweep.plan import Plan
 

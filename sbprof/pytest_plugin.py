@@ -62,9 +62,9 @@ class Budget:
         (``audio_s``, ``batch_size``, ``metric``, ``threshold``, ``runs``,
         ``samples``, ...). Returns the :class:`~sbprof.compare.budget.BudgetResult`.
         """
-        from sbprof.checks import nearest
+        from sbprof.base.checks import nearest
         from sbprof.compare.budget import OPTIONS, check_budget
-        from sbprof.errors import SbprofError
+        from sbprof.base.errors import SbprofError
 
         unknown = sorted(set(options) - set(OPTIONS))
         if unknown:

@@ -3,7 +3,7 @@
 Each is a genuine ``speechbrain.inference.interfaces.Pretrained`` subclass:
 the sweep loads it with ``from_hparams`` from a folder written by
 :func:`write_model_folder` and calls its ``process`` method through
-``sbprof.interfaces.make_call``, exactly as it would a SpeechBrain model.
+``sbprof.models.interfaces.make_call``, exactly as it would a SpeechBrain model.
 What differs is that their cost (or failure) is known in advance.
 
 Workers import this module by its dotted path, so tests put this folder on

@@ -9,9 +9,9 @@ import pytest
 
 import sbprof
 from refusals import assert_refused
-from sbprof.checks import THREADS_PER_CORE
+from sbprof.base.checks import THREADS_PER_CORE
 from sbprof.cli import main
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "jobs"))
 from job_configs import argv_of  # noqa: E402

@@ -8,8 +8,8 @@ import pytest
 import soundfile
 import torch
 
-from sbprof.errors import ConfigError
-from sbprof.audio import fit_length, input_kind, load_example, make_batch, num_samples
+from sbprof.base.errors import ConfigError
+from sbprof.models.audio import fit_length, input_kind, load_example, make_batch, num_samples
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "sbprof" / "data" / "example_audio.wav"
 

@@ -4,7 +4,7 @@ import torch
 from torch.autograd import DeviceType
 from torch.autograd.profiler_util import FunctionEvent
 
-from sbprof.device_split import measure_device_split, split_of
+from sbprof.measuring.device_split import measure_device_split, split_of
 
 
 def _ev(i, name, start, end, kind, device=DeviceType.CPU):

@@ -1,8 +1,8 @@
 """What the measuring layer reads of the machine, and how failures are classified."""
 import os
 
-from sbprof.errors import failure_status
-from sbprof.env import load_average
+from sbprof.base.errors import failure_status
+from sbprof.measuring.env import load_average
 
 
 def test_load_average_is_the_machines_one_minute_load():
@@ -31,7 +31,7 @@ def test_others_cpu_counts_another_process_and_not_this_one():
     import sys
     import time
 
-    from sbprof.env import OthersCpu
+    from sbprof.measuring.env import OthersCpu
 
     spin = ("import resource, time\nt = time.perf_counter()\nwhile time.perf_counter() - t < 1.5: pass\n"
             "u = resource.getrusage(resource.RUSAGE_SELF)\nprint(u.ru_utime + u.ru_stime)")
@@ -54,7 +54,7 @@ def test_last_level_cache_is_what_lscpu_reads():
 
     import pytest
 
-    from sbprof.env import collect_env
+    from sbprof.measuring.env import collect_env
 
     if shutil.which("lscpu") is None:
         pytest.skip("lscpu is not installed")

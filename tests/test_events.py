@@ -3,7 +3,7 @@ import torch
 from torch.autograd import DeviceType
 from torch.autograd.profiler_util import EventList, FunctionEvent
 
-from sbprof.events import (DISCARD_LABEL, MemoryRecord, StepWindow, device_us, is_operator, operator_cpu_us,
+from sbprof.measuring.events import (DISCARD_LABEL, MemoryRecord, StepWindow, device_us, is_operator, operator_cpu_us,
                            peak_per_window, step_label, step_windows, union_us, warmup_label)
 from sbprof.decorators.reports import report_time
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from sbprof.record import Cell
-from sbprof.grid import cell_label, grid_picture, make_grid, triangle_skipped
+from sbprof.analysis.grid import cell_label, grid_picture, make_grid, triangle_skipped
 
 
 def _skipped(lengths, batches):

@@ -1,4 +1,4 @@
-"""Tests of sbprof.interfaces: interface specs as data and the batch call."""
+"""Tests of sbprof.models.interfaces: interface specs as data and the batch call."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 import yaml
 
-from sbprof.interfaces import (
+from sbprof.models.interfaces import (
     ARG_NAMES,
     BUILTIN_INTERFACES,
     InterfaceSpec,

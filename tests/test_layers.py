@@ -22,19 +22,17 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "sbprof"
 
 LAYERS = {
-    0: ("sbprof.errors", "sbprof.checks", "sbprof.record", "sbprof.stats", "sbprof.figures", "sbprof.analysis",
-        "sbprof.grid", "sbprof.runs", "sbprof.predictions", "sbprof.yamlconfig", "sbprof.inputfiles"),
-    1: ("sbprof.timing", "sbprof.memory", "sbprof.env", "sbprof.events", "sbprof.device_split", "sbprof.traces",
-        "sbprof.audio", "sbprof.utterances", "sbprof.energy", "sbprof.results", "sbprof.workers"),
-    2: ("sbprof.jobs", "sbprof.decorators", "sbprof.sweep", "sbprof.report", "sbprof.interfaces", "sbprof.models",
-        "sbprof.flops", "sbprof.params", "sbprof.modules", "sbprof.transducer", "sbprof.compare", "sbprof.train",
-        "sbprof.counts", "sbprof.distributed", "sbprof.stream", "sbprof.script"),
+    0: ("sbprof.base", "sbprof.record", "sbprof.analysis"),
+    1: ("sbprof.measuring", "sbprof.models", "sbprof.results", "sbprof.workers"),
+    2: ("sbprof.report", "sbprof.jobs", "sbprof.decorators", "sbprof.distributed", "sbprof.sweep", "sbprof.compare",
+        "sbprof.train", "sbprof.transducer", "sbprof.counts", "sbprof.stream", "sbprof.script"),
     3: ("sbprof.cli", "sbprof.pytest_plugin", "sbprof.__main__"),
 }
+"""One folder per layer (docs/architecture.md): a module's layer is its top package's."""
 JOBS = ("sbprof.sweep", "sbprof.compare", "sbprof.train", "sbprof.transducer", "sbprof.counts", "sbprof.stream",
         "sbprof.script")
 """The job packages: each a registration in sbprof.jobs.registry, none importing another."""
-STATISTICS = ("sbprof.analysis", "sbprof.runs", "sbprof.predictions", "sbprof.figures", "sbprof.stats")
+STATISTICS = ("sbprof.analysis", "sbprof.base.stats")
 
 
 def module_name(path: Path) -> str:
@@ -79,8 +77,8 @@ def test_every_module_is_in_a_layer_and_imports_only_downwards_or_sideways():
     assert not wrong, "\n".join(wrong)
 
 
-MEASURING = ("sbprof.timing", "sbprof.memory", "sbprof.workers", "sbprof.energy", "sbprof.events", "sbprof.sweep",
-             "sbprof.decorators", "sbprof.modules")
+MEASURING = ("sbprof.measuring.timing", "sbprof.measuring.memory", "sbprof.workers", "sbprof.measuring.energy", "sbprof.measuring.events", "sbprof.sweep",
+             "sbprof.decorators", "sbprof.measuring.modules")
 
 
 def job_of(module: str):
@@ -133,6 +131,34 @@ def test_no_import_cycle():
     for module in sorted(graph):
         if module not in state:
             visit(module, [module])
+
+
+def package_of(module: str) -> str:
+    """The package a module sits in (a package's ``__init__`` is its own package)."""
+    path = PACKAGE.parent.joinpath(*module.split("."))
+    return module if (path / "__init__.py").is_file() else module.rpartition(".")[0]
+
+
+def test_no_package_level_import_cycle():
+    """Folders point one way too: no two packages import each other, even through different modules."""
+    graph: Dict[str, Set[str]] = {}
+    for module, targets in imports().items():
+        graph.setdefault(package_of(module), set()).update(
+            package_of(t) for t in targets if package_of(t) != package_of(module))
+    state: Dict[str, int] = {}
+
+    def visit(package: str, trail: list) -> None:
+        state[package] = 1
+        for target in sorted(graph.get(package, ())):
+            if state.get(target) == 1:
+                raise AssertionError("package cycle: " + " -> ".join(trail[trail.index(target):] + [target]))
+            if target not in state:
+                visit(target, trail + [target])
+        state[package] = 2
+
+    for package in sorted(graph):
+        if package not in state:
+            visit(package, [package])
 
 
 def _imported_after(code: str) -> Set[str]:

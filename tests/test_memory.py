@@ -4,8 +4,8 @@ import time
 import pytest
 import torch
 
-from sbprof.errors import BackendUnavailable
-from sbprof.memory import CpuPeak, _can_reset_hwm
+from sbprof.base.errors import BackendUnavailable
+from sbprof.measuring.memory import CpuPeak, _can_reset_hwm
 
 MiB = 2**20
 

@@ -6,8 +6,8 @@ import json
 import pytest
 import torch
 
-from sbprof.errors import ConfigError
-from sbprof.params import count_params
+from sbprof.base.errors import ConfigError
+from sbprof.measuring.params import count_params
 
 
 class TinyASR(torch.nn.Module):

@@ -8,7 +8,7 @@ import pytest
 from fake_interfaces import use_test_environment, write_sweep_yaml
 from sbprof.jobs.registry import get_job
 from sbprof.jobs.runner import run_config
-from sbprof.predictions import held_out_validation
+from sbprof.analysis.predictions import held_out_validation
 from sbprof.results import load_results
 from sbprof.sweep.config import load_config
 
@@ -65,7 +65,7 @@ def test_time_past_the_last_level_cache_is_a_bound_when_no_measured_cell_went_th
     """Measured batches add at most 24 MB (8 s of audio), under a 32 MiB cache; (4 s, x4) is predicted at 48 MB
     (at 2x, within twice the held-out checks' reach): its memory is predicted, its time only bounded from below,
     by the measured (4 s, x2)."""
-    from sbprof.predictions import predict_cells
+    from sbprof.analysis.predictions import predict_cells
 
     records = [_cell(a, b) for a in (1, 2, 4) for b in (1, 2, 4) if (a, b) != (4, 4)] + [_cell(4, 4, "skipped")]
     by_figure = {p.figure: p for p in predict_cells(records)}

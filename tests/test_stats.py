@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from sbprof.stats import METRICS, rtf, rtfx, summarise
+from sbprof.base.stats import METRICS, rtf, rtfx, summarise
 
 
 def test_summarise_hand_computed():

@@ -7,8 +7,8 @@ import time
 import pytest
 import torch
 
-from sbprof.errors import BackendUnavailable, ConfigError
-from sbprof.timing import measure, resolve_device
+from sbprof.base.errors import BackendUnavailable, ConfigError
+from sbprof.measuring.timing import measure, resolve_device
 
 MiB = 2**20
 

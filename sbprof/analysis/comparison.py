@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from sbprof.analysis.series import Crossover, Series, build_series, find_crossovers, settings_of
-from sbprof.figures import cell_figures, cell_sort_key
+from sbprof.analysis.figures import cell_figures, cell_sort_key
 from sbprof.record import Measurement
 from sbprof.record.results import Results
 

@@ -42,7 +42,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from sbprof.analysis.lsq import LinearFit, fit_linear, t_quantile
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 
 TERMS: Dict[str, Callable[[float, float], float]] = {
     "1": lambda b, s: 1.0,

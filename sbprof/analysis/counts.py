@@ -7,7 +7,7 @@ from typing import Any, Dict, Optional
 from sbprof.analysis.train import breakdown_steps
 from sbprof.record import Measurement
 from sbprof.record.results import Results
-from sbprof.stats import Stats
+from sbprof.base.stats import Stats
 
 
 @dataclass(frozen=True)

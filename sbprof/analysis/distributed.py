@@ -53,7 +53,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from sbprof.analysis.rank_rows import MissingRank, RankRow, StepTotals
 from sbprof.analysis.rank_sections import SectionSummary, host_rows, shown_rows, straggler_cost, throughput
 from sbprof.record import Measurement
-from sbprof.stats import summarise
+from sbprof.base.stats import summarise
 
 NORMAL_ENDS = ("exit", "done")
 """How a rank that finished its work ends its file; any other end (SIGTERM, an exception) is an early stop."""

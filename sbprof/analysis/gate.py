@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from sbprof.analysis.verdict import Verdict, compare_runs, run_statistic
-from sbprof.errors import ConfigError
-from sbprof.figures import peak_gb
+from sbprof.base.errors import ConfigError
+from sbprof.analysis.figures import peak_gb
 from sbprof.record import Measurement
 from sbprof.record.results import Results, differences
 

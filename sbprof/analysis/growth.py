@@ -28,7 +28,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from sbprof.analysis.lsq import fit_linear
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 
 FORMS: Tuple[str, ...] = ("power", "linear", "quadratic")
 _N_COEFFICIENTS = {"power": 2, "linear": 2, "quadratic": 3}

@@ -47,8 +47,8 @@ from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from typing import Iterable, List, Optional, Sequence, Tuple
 
-from sbprof.errors import ConfigError
-from sbprof.stats import summarise
+from sbprof.base.errors import ConfigError
+from sbprof.base.stats import summarise
 
 INTERVAL_METHOD = "distribution-free interval for the median of run medians (interpolated order statistics)"
 TYPICAL_METHOD = ("interval for the typical run median: median of run medians, Student t on the logarithms of the "

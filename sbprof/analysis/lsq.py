@@ -14,7 +14,7 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 from scipy.special import stdtrit
 
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 
 
 def t_quantile(confidence: float, dof: int) -> float:

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from sbprof.analysis.series import Series, build_series, settings_of
-from sbprof.figures import rtf_stats, setting_sort_key
+from sbprof.analysis.figures import rtf_stats, setting_sort_key
 from sbprof.record import Measurement
 from sbprof.record.results import Machine
-from sbprof.stats import Stats, summarise
+from sbprof.base.stats import Stats, summarise
 
 GridKey = Tuple[float, int]
 

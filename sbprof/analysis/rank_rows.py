@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from sbprof.stats import Stats
+from sbprof.base.stats import Stats
 
 
 @dataclass

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from sbprof.analysis.rank_rows import RankRow, StepTotals
-from sbprof.stats import summarise
+from sbprof.base.stats import summarise
 
 SHOW_ALL_RANKS = 32
 """Up to this many ranks the report lists every one; beyond, the slowest and fastest (every rank in the CSV)."""

@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional
 
 from sbprof.record import Measurement
 from sbprof.record.results import Results
-from sbprof.stats import Stats, rtf, rtfx, summarise
+from sbprof.base.stats import Stats, rtf, rtfx, summarise
 
 OTHER = "(other)"
 
@@ -41,7 +41,7 @@ DEFINITIONS = {
                        "measured step (mean), the largest first; a module's time includes its children's; share = "
                        "its time / the mean step time; (other) = the step's time outside every module",
     "FLOPs per step": "FLOPs of every operator with a formula in the last warm-up step (its batch shapes: forward, "
-                      "backward and the optimiser's update; sbprof.flops conventions); achieved "
+                      "backward and the optimiser's update; sbprof.measuring.flops conventions); achieved "
                       "FLOP/s = FLOPs per step / median step time; share of peak = achieved / the device's peak "
                       "(CPU: a matrix-product probe run after the script ended; GPU: the datasheet)",
     "peak memory": "over the measured steps: resident set (VmHWM after - RSS before, CPU) or the CUDA "

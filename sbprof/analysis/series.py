@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from sbprof.analysis.growth import GrowthChoice, GrowthFit, choose_growth_law, crossovers, fit_growth_form
-from sbprof.errors import ConfigError
-from sbprof.figures import batch_memory_gb, peak_gb, setting_sort_key
+from sbprof.base.errors import ConfigError
+from sbprof.analysis.figures import batch_memory_gb, peak_gb, setting_sort_key
 from sbprof.record import Energy, Measurement
 from sbprof.record.results import Results
-from sbprof.stats import summarise
+from sbprof.base.stats import summarise
 
 VARIED = {
     "audio_s": "seconds of audio per utterance",

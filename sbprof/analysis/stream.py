@@ -51,8 +51,8 @@ from sbprof.analysis.stream_summary import CapacityRow, LatencyRow, Probe, Strea
 from sbprof.analysis.stream_validation import check_stream_record
 from sbprof.record import Measurement
 from sbprof.record.results import Results
-from sbprof.runs import group_runs, representative
-from sbprof.stats import quantile
+from sbprof.analysis.runs import group_runs, representative
+from sbprof.base.stats import quantile
 
 MS = 1e3
 MB = 1e6

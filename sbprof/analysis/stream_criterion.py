@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
-from sbprof.stats import quantile
+from sbprof.base.stats import quantile
 
 BEHIND_SLOPE = 0.05
 """Delay growth (seconds of delay per second of session) above which a server is *behind*: its backlog grows

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 from sbprof.record import Measurement
 
 CHUNK_COLUMNS = ("stream", "index", "samples", "arrival_s", "start_s", "end_s", "tokens", "memory_bytes")
@@ -62,7 +62,7 @@ def check_stream_record(m: Measurement) -> None:
     >>> check_stream_record(m)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    sbprof.errors.ConfigError: results.json: record 'chunk 8' (run 0): extra.chunks must be a mapping of per-chunk lists, got str 'garbage'; ...
+    sbprof.base.errors.ConfigError: results.json: record 'chunk 8' (run 0): extra.chunks must be a mapping of per-chunk lists, got str 'garbage'; ...
     """
     kind = m.cell.params.get("kind")
     if kind not in ("latency", "capacity", "offline"):

@@ -18,13 +18,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from sbprof.analysis.costmodel import HeldOutReport
 from sbprof.analysis.intervals import RunsSummary, SpreadPrior
-from sbprof.figures import batch_audio_seconds, busy_rtf, cell_figures, cell_sort_key, setting_sort_key
-from sbprof.predictions import CellPrediction, held_out_validation, predict_cells
+from sbprof.analysis.figures import batch_audio_seconds, busy_rtf, cell_figures, cell_sort_key, setting_sort_key
+from sbprof.analysis.predictions import CellPrediction, held_out_validation, predict_cells
 from sbprof.record import STATUSES, Env, Measurement
 from sbprof.record.results import Results
-from sbprof.runs import (NoiseFloor, group_runs, median_over_runs, noise_floor, representative, rtf_over_runs,
+from sbprof.analysis.runs import (NoiseFloor, group_runs, median_over_runs, noise_floor, representative, rtf_over_runs,
                          spread_priors, worker_group)
-from sbprof.stats import Stats, summarise
+from sbprof.base.stats import Stats, summarise
 
 GridKey = Tuple[float, int]
 SettingKey = Tuple[str, int]

@@ -17,11 +17,11 @@ from typing import Any, Dict, List, Optional, Tuple
 from sbprof.analysis.distributed import RunAnalysis, RunSummary, summarise_run
 from sbprof.analysis.rank_rows import MissingRank
 from sbprof.analysis.world_scaling import ScalingRow, scaling_rows
-from sbprof.errors import ConfigError
-from sbprof.figures import cell_sort_key
+from sbprof.base.errors import ConfigError
+from sbprof.analysis.figures import cell_sort_key
 from sbprof.record import Measurement
 from sbprof.record.results import Results
-from sbprof.stats import Stats, summarise
+from sbprof.base.stats import Stats, summarise
 
 
 def train_figures(m: Measurement) -> Dict[str, Any]:

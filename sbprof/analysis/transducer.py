@@ -12,11 +12,11 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 from sbprof.record import Measurement
 from sbprof.record.results import Results
-from sbprof.runs import group_runs, representative
-from sbprof.stats import Stats, summarise
+from sbprof.analysis.runs import group_runs, representative
+from sbprof.base.stats import Stats, summarise
 
 MB = 1e6
 

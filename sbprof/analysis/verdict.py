@@ -46,8 +46,8 @@ from typing import Callable, List, Sequence, Tuple, Union
 
 import numpy as np
 
-from sbprof.errors import ConfigError
-from sbprof.stats import quantile
+from sbprof.base.errors import ConfigError
+from sbprof.base.stats import quantile
 
 STATISTICS = "median, min, or pNN (the NN-th percentile of a run's samples, e.g. p10)"
 
@@ -68,7 +68,7 @@ def run_statistic(name: str) -> Callable[[Sequence[float]], float]:
     >>> run_statistic("p0")
     Traceback (most recent call last):
     ...
-    sbprof.errors.ConfigError: statistic 'p0' is not one of median, min, or pNN (the NN-th percentile of a run's samples, e.g. p10)
+    sbprof.base.errors.ConfigError: statistic 'p0' is not one of median, min, or pNN (the NN-th percentile of a run's samples, e.g. p10)
     """
     if name == "median":
         return statistics.median

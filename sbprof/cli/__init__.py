@@ -59,7 +59,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         except SystemExit as exc:  # argparse's --help (0) or its one-line usage error (2): a code, not an exit
             return int(exc.code or 0)
     if name not in JOBS:
-        from sbprof.checks import nearest
+        from sbprof.base.checks import nearest
 
         known = list(JOBS) + list(TOOLS)
         error(f"unknown subcommand {name!r}{nearest(name, known)}; subcommands: {', '.join(known)}")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
 from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, Parser, error, print_outputs
-from sbprof.errors import ConfigError, SbprofError
+from sbprof.base.errors import ConfigError, SbprofError
 
 def parse_threshold(text: str) -> float:
     """``5%`` or ``0.05`` as a fraction.
@@ -31,7 +31,7 @@ def parse_threshold(text: str) -> float:
     >>> parse_threshold("5")
     Traceback (most recent call last):
     ...
-    sbprof.errors.ConfigError: --threshold 5: give a percentage (5%) or a fraction (0.05)
+    sbprof.base.errors.ConfigError: --threshold 5: give a percentage (5%) or a fraction (0.05)
     """
     try:
         value = float(text[:-1]) / 100 if text.endswith("%") else float(text)

@@ -66,7 +66,7 @@ def parser(command: str, prog: str) -> Parser:
 
 def parse(argv: List[str], prog: str) -> Union[CountsConfig, int]:
     """The command line as a :class:`CountsConfig`, or the exit code of a command that answered by itself."""
-    from sbprof.errors import ConfigError
+    from sbprof.base.errors import ConfigError
     from sbprof.jobs.preamble import Preamble, Repeats, check_devices, check_output_folder
 
     command = prog.split()[-1] if prog.split()[-1] in COMMANDS else "flops"

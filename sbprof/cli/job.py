@@ -46,7 +46,7 @@ def load_config(entry: JobEntry, rest: List[str]) -> Any:
 
 def main(name: str, argv: List[str], prog: str) -> int:
     """Run the job ``name`` (see the module docstring); return the exit code."""
-    from sbprof.errors import ConfigError, SbprofError
+    from sbprof.base.errors import ConfigError, SbprofError
     from sbprof.results import FolderInUse
 
     entry = get_job(name)
@@ -94,7 +94,7 @@ def main(name: str, argv: List[str], prog: str) -> int:
 
 def run_rank(entry: JobEntry, cfg: Any) -> int:
     """Under torchrun, this process is one rank of the job: it measures in place (torchrun supervises the ranks)."""
-    from sbprof.errors import ConfigError
+    from sbprof.base.errors import ConfigError
 
     if os.environ.get("RANK") == "0":  # one rank says it for all
         for warning in cfg.preamble.warnings:
@@ -110,7 +110,7 @@ def run_rank(entry: JobEntry, cfg: Any) -> int:
 
 def render_only(entry: JobEntry, target: str, rest: List[str]) -> int:
     """``--render-only RESULTS``: the reports again from a saved folder of this job, nothing measured."""
-    from sbprof.errors import ConfigError
+    from sbprof.base.errors import ConfigError
     from sbprof.jobs.render import render_only as render
     from sbprof.results import StorageError
 

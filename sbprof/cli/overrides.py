@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, Sequence, Tuple
 
-from sbprof.checks import nearest
-from sbprof.errors import ConfigError
-from sbprof.yamlconfig import check_structure
+from sbprof.base.checks import nearest
+from sbprof.base.errors import ConfigError
+from sbprof.base.yamlconfig import check_structure
 
 _TRUE = ("true", "yes", "1")
 _FALSE = ("false", "no", "0")

@@ -71,7 +71,7 @@ def split_argv(argv: List[str]) -> Tuple[List[str], Optional[str], List[str]]:
 
 def parse(argv: List[str], prog: str) -> Union[RunConfig, int]:
     """The command line as a :class:`RunConfig`, or the exit code of a command that answered by itself."""
-    from sbprof.errors import ConfigError
+    from sbprof.base.errors import ConfigError
     from sbprof.jobs.preamble import Preamble, Repeats, check_output_folder
     from sbprof.script.launch import check_target
 
@@ -101,7 +101,7 @@ def parse(argv: List[str], prog: str) -> Union[RunConfig, int]:
 
 def main(argv: List[str], prog: str = "sbprof run") -> int:
     """Run ``sbprof run`` (see the module docstring); return the exit code."""
-    from sbprof.errors import ConfigError
+    from sbprof.base.errors import ConfigError
     from sbprof.jobs.registry import get_job
     from sbprof.jobs.render import reports
     from sbprof.jobs.runner import run_job

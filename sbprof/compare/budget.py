@@ -33,10 +33,10 @@ from typing import Any, Mapping, Optional, Union
 
 from sbprof.analysis.gate import GATE_METRICS, GateReport, describe_row, gate, min_runs
 from sbprof.analysis.verdict import run_statistic
-from sbprof.checks import check_file_name, is_int, is_positive_number, nearest
+from sbprof.base.checks import check_file_name, is_int, is_positive_number, nearest
 from sbprof.compare.config import validate
 from sbprof.compare.schema import CompareConfig
-from sbprof.errors import ConfigError, MeasurementError
+from sbprof.base.errors import ConfigError, MeasurementError
 from sbprof.jobs.registry import get_job
 from sbprof.jobs.runner import run_config
 from sbprof.results import RESULTS_FILE, FolderLock, Results, load_results

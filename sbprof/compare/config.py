@@ -1,7 +1,7 @@
 """Loading a comparison YAML (HyperPyYAML, SpeechBrain-style overrides) into a checked :class:`CompareConfig`.
 
 Everything a user can get wrong stops here, before any worker starts, with
-one :class:`~sbprof.errors.ConfigError` naming the file, the key and the
+one :class:`~sbprof.base.errors.ConfigError` naming the file, the key and the
 value: the shared keys (:mod:`sbprof.jobs.preamble`), two variants of one
 name, a variant that is neither an interface nor a module
 (:mod:`sbprof.models.source`), a varied dimension that does not exist,
@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Tuple
 
 from sbprof.analysis.series import VARIED
-from sbprof.audio import check_example_audio
-from sbprof.checks import check_file_name, check_flag, check_int, check_list, is_positive_number, nearest
+from sbprof.models.audio import check_example_audio
+from sbprof.base.checks import check_file_name, check_flag, check_int, check_list, is_positive_number, nearest
 from sbprof.compare.schema import DEFAULTS, SCHEMA, CompareConfig, EnergyConfig, Variant
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 from sbprof.jobs.preamble import check_preamble, load_tree
 from sbprof.models.source import check_source
-from sbprof.yamlconfig import resolve_path
+from sbprof.base.yamlconfig import resolve_path
 
 
 def _variants(value: Any, file: str, base: Path) -> Tuple[Variant, ...]:
@@ -57,7 +57,7 @@ def _text(tree: Mapping[str, Any], key: str, where: str) -> Optional[str]:
 
 
 def _energy(tree: Any, file: str, base: Path) -> EnergyConfig:
-    from sbprof.energy.external import load_power_csv
+    from sbprof.measuring.energy.external import load_power_csv
 
     tree = dict(tree or {})
     defaults = EnergyConfig()
@@ -94,7 +94,7 @@ def validate(tree: Any, file: str, base: Path, run_options: Optional[Mapping[str
     ...           "vary": "seconds", "values": [1]}, "c.yaml", Path("."))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    sbprof.errors.ConfigError: c.yaml: vary must be one of audio_s, frames, batch_size, got 'seconds'...
+    sbprof.base.errors.ConfigError: c.yaml: vary must be one of audio_s, frames, batch_size, got 'seconds'...
     """
     for key in ("variants", "vary", "values"):
         if tree.get(key) is None:

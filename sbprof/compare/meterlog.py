@@ -3,7 +3,7 @@
 Each point's record holds its energy window on the wall clock
 (``Energy.start_unix_s`` .. ``end_unix_s``, the ``samples + 1`` calls of the
 point). A meter that logged (timestamp, watts) through the run is integrated
-over each window (:func:`sbprof.energy.external.integrate_power`) and added
+over each window (:func:`sbprof.measuring.energy.external.integrate_power`) and added
 as the domain ``meter``. A wall-plug meter sees the whole machine: idle
 power and other processes included, so its joules per inference are an
 upper bound for the model alone.
@@ -14,8 +14,8 @@ from dataclasses import replace
 from typing import List, Sequence, Tuple
 
 from sbprof.compare.schema import EnergyConfig
-from sbprof.energy.external import attach_meter, load_power_csv
-from sbprof.errors import MeasurementError
+from sbprof.measuring.energy.external import attach_meter, load_power_csv
+from sbprof.base.errors import MeasurementError
 from sbprof.record import Measurement
 
 

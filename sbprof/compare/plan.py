@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
-from sbprof.audio import input_kind
+from sbprof.models.audio import input_kind
 from sbprof.compare.meterlog import attach_meter_log
 from sbprof.compare.schema import CompareConfig, Variant
 from sbprof.jobs.plan import (Batch, Group, Item, JobPlan, Records, Step, StoreView, interleaved_passes, log_name,

@@ -3,9 +3,9 @@
 One fresh process per (setting, variant, run): it loads the variant once
 (:class:`~sbprof.models.source.LoadedModel`), then for each point of the
 varied dimension builds the input (before the first point, the process
-warm-up, :func:`sbprof.timing.warm_up_process`), makes ``warmup`` unmeasured calls, and
-opens an :class:`~sbprof.energy.meter.EnergyMeter` window around
-:func:`sbprof.timing.measure` (``measured`` timed calls, then the one call
+warm-up, :func:`sbprof.measuring.timing.warm_up_process`), makes ``warmup`` unmeasured calls, and
+opens an :class:`~sbprof.measuring.energy.meter.EnergyMeter` window around
+:func:`sbprof.measuring.timing.measure` (``measured`` timed calls, then the one call
 for memory). The record's energy therefore covers ``measured + 1`` calls,
 and ``Energy.calls`` says so. A point that runs out of memory or raises
 becomes its record (``oom`` / ``error``); the worker goes on.
@@ -18,16 +18,16 @@ from typing import Any, Dict, Optional
 
 import torch
 
-from sbprof.audio import load_example
+from sbprof.models.audio import load_example
 from sbprof.compare.schema import CompareConfig
-from sbprof.energy.meter import EnergyMeter
-from sbprof.env import collect_env, load_average
-from sbprof.errors import ConfigError, SbprofError
-from sbprof.memory import release_memory
+from sbprof.measuring.energy.meter import EnergyMeter
+from sbprof.measuring.env import collect_env, load_average
+from sbprof.base.errors import ConfigError, SbprofError
+from sbprof.measuring.memory import release_memory
 from sbprof.models.source import LoadedModel
-from sbprof.params import count_params
+from sbprof.measuring.params import count_params
 from sbprof.record import Cell, Counts, Energy, Measurement
-from sbprof.timing import measure, warm_up_process
+from sbprof.measuring.timing import measure, warm_up_process
 from sbprof.workers.cells import CellWorker, SetupError, serve_cells
 from sbprof.workers.protocol import one_line
 

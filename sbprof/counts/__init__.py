@@ -5,8 +5,8 @@
   module) and the job's config;
 - :mod:`sbprof.counts.plan`: one cell for the one runner;
 - :mod:`sbprof.counts.worker`: builds the model and counts FLOPs, parameters
-  or per-module time (:mod:`sbprof.flops`, :mod:`sbprof.params`,
-  :mod:`sbprof.modules`) into one record.
+  or per-module time (:mod:`sbprof.measuring.flops`, :mod:`sbprof.measuring.params`,
+  :mod:`sbprof.measuring.modules`) into one record.
 
 The command line is :mod:`sbprof.cli.counts`; the reports
 :mod:`sbprof.report.counts`. Nothing is imported here.

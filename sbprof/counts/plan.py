@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
-from sbprof.jobs.plan import Batch, Item, JobPlan, Step, StoreView, worker_env
+from sbprof.jobs.plan import Batch, Item, JobPlan, Step, StoreView, log_name, worker_env
 from sbprof.models.source import fingerprint
 from sbprof.record import Cell
 from sbprof.record.results import Results
@@ -41,5 +41,5 @@ class Plan(JobPlan):
                     input=f"random:seed={cfg.preamble.seed}")
         yield Batch(name=f"{cfg.command} worker for {Path(cfg.target).name}", module=self.worker,
                     payload={"config": cfg.to_dict(), "device": setting.device, "threads": setting.threads},
-                    items=[Item(cell, f"{cfg.command} {cfg.target}")], log=f"worker-{cfg.command}.log",
+                    items=[Item(cell, f"{cfg.command} {cfg.target}")], log=log_name(cfg.command),
                     env=worker_env(setting.threads))

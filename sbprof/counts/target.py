@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from sbprof.checks import nearest
-from sbprof.errors import ConfigError
+from sbprof.base.checks import nearest
+from sbprof.base.errors import ConfigError
 from sbprof.jobs.preamble import Preamble
 from sbprof.models.source import ModelSource
 
@@ -87,7 +87,7 @@ def parse_shapes(text: str) -> Tuple[Tuple[int, ...], ...]:
 
 def _module_keys(path: Path) -> List[str]:
     """The top-level keys of a HyperPyYAML file, read without building anything."""
-    from sbprof.yamlconfig import read_config_text
+    from sbprof.base.yamlconfig import read_config_text
 
     import ruamel.yaml
 
@@ -114,7 +114,7 @@ def _yaml_source(path: Path, key: Optional[str]) -> ModelSource:
 
 def resolve_target(target: str, type_name: Optional[str], key: Optional[str]) -> ModelSource:
     """The model a command line names (see the module docstring), checked without building it."""
-    from sbprof.interfaces import interface_class, resolve_interface
+    from sbprof.models.interfaces import interface_class, resolve_interface
     from sbprof.models.build import LOCAL_MODELS
 
     path = Path(target)

@@ -1,9 +1,9 @@
 """The worker of a count command: builds the target and counts it (``python -m sbprof.counts.worker RESULT_FD``).
 
-- ``params``: parameter counts (:func:`sbprof.params.count_params`), tied tensors once;
-- ``flops``: FLOPs and MACs of one call, per module and operator (:mod:`sbprof.flops`), and of its backward
+- ``params``: parameter counts (:func:`sbprof.measuring.params.count_params`), tied tensors once;
+- ``flops``: FLOPs and MACs of one call, per module and operator (:mod:`sbprof.measuring.flops`), and of its backward
   with ``backward``;
-- ``modules``: per-module time of ``steps`` calls after one warm-up (:mod:`sbprof.modules`), and memory
+- ``modules``: per-module time of ``steps`` calls after one warm-up (:mod:`sbprof.measuring.modules`), and memory
   with ``memory``.
 
 A target that cannot be built is a failed setup (exit code 1); an input that
@@ -18,8 +18,8 @@ from typing import Any, Callable, Dict
 import torch
 
 from sbprof.counts.target import CountsConfig
-from sbprof.env import collect_env
-from sbprof.errors import ConfigError
+from sbprof.measuring.env import collect_env
+from sbprof.base.errors import ConfigError
 from sbprof.models.source import LoadedModel, build_module
 from sbprof.record import Cell, Counts, Measurement
 from sbprof.workers.cells import CellWorker, SetupError, serve_cells
@@ -84,12 +84,12 @@ class CountsWorker(CellWorker):
                            extra={"command": cfg.command, "result": data}).to_dict()
 
     def params(self) -> Dict[str, Any]:
-        from sbprof.params import count_params
+        from sbprof.measuring.params import count_params
 
         return count_params(self.root).to_dict()
 
     def flops(self) -> Dict[str, Any]:
-        from sbprof.flops import FlopCounter, count_flops
+        from sbprof.measuring.flops import FlopCounter, count_flops
 
         if self.interface is not None:
             if self.cfg.backward:
@@ -104,7 +104,7 @@ class CountsWorker(CellWorker):
             raise ConfigError(f"{self.cfg.target} ({self.what}): {exc}") from None
 
     def modules(self) -> Dict[str, Any]:
-        from sbprof.modules import ModuleAttribution
+        from sbprof.measuring.modules import ModuleAttribution
 
         cfg = self.cfg
         attribution = ModuleAttribution(self.root, list(cfg.select) if cfg.select != ("default",) else "default")

@@ -7,7 +7,7 @@ in :mod:`sbprof.decorators.targets`; what each report sums, in
 
 Modules: ``step_profiler`` (the profiler and its steps), ``recording`` (its
 recording sessions), ``step_events`` (reading them; events are read by
-:mod:`sbprof.events`), ``stage_schedule`` (each Brain stage's schedule count),
+:mod:`sbprof.measuring.events`), ``stage_schedule`` (each Brain stage's schedule count),
 ``options``, ``targets`` (functions, classes, instances),
 ``presets`` (the three decorators), ``schedule`` (schedule / export / step),
 ``reports`` (report_time / report_memory / events_diff).

@@ -7,7 +7,7 @@ from torch import profiler as tprof
 
 from sbprof.decorators.stage_schedule import BRAIN_STAGES, DEFAULT_BRAIN_STAGES
 from sbprof.decorators.step_profiler import StepProfiler
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 
 
 def check_stages(stages: Optional[Iterable[str]]) -> Optional[Tuple[str, ...]]:
@@ -46,7 +46,7 @@ class Options:
             class_hooks = tuple(class_hooks)
         self.class_hooks = class_hooks
         self.stages = check_stages(stages)
-        self.modules = modules  # per-module attribution (sbprof.modules), resolved when attached
+        self.modules = modules  # per-module attribution (sbprof.measuring.modules), resolved when attached
         self.rank_folder = rank_folder  # under torchrun: where rank files go (sbprof.distributed.world.rank_folder)
         self.activities = activities
         self.version = 0

@@ -8,7 +8,7 @@ from torch import profiler as tprof
 from sbprof.decorators.options import Options
 from sbprof.decorators.schedule import schedule
 from sbprof.decorators.targets import apply
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 
 # ``@profile(...)`` (arguments, no target) returns a decorator; an explicit
 # ``profile(None)`` is a mistake (a target that is unset), not that form.
@@ -66,11 +66,11 @@ def profile(
     with_stack, with_flops, with_modules
         Passed to ``torch.profiler.profile``.
     modules : selection or ModuleAttribution
-        Per-module attribution of each step (:mod:`sbprof.modules`): a
+        Per-module attribution of each step (:mod:`sbprof.measuring.modules`): a
         selection (``"default"``, name globs, classes) of the modules of a
         decorated Brain (``brain.modules``), module or pretrained interface
         (``mods``), or, for a function, a ready
-        :class:`~sbprof.modules.ModuleAttribution`. Light mode (clocks only)
+        :class:`~sbprof.measuring.modules.ModuleAttribution`. Light mode (clocks only)
         with ``activities=()``, detailed mode (``record_function`` labels in
         the profile) otherwise. Read it from ``profiler.modules.breakdown(step)``.
 

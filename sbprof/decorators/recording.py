@@ -20,7 +20,7 @@ import torch
 from torch import profiler as tprof
 
 from sbprof.decorators.stage_schedule import BRAIN_STAGES, SHARED_KEY, LeadInSchedule
-from sbprof.events import SessionView
+from sbprof.measuring.events import SessionView
 
 KEPT_OPEN: "weakref.WeakSet[Any]" = weakref.WeakSet()  # profilers whose recording is kept open across calls
 PAUSE_NOTICE_S = 0.2  # a mid-run post-processing pause longer than this is said on the console

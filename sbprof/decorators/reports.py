@@ -1,6 +1,6 @@
 """``report_time``, ``report_memory`` and ``events_diff``: figures read from a finished profile.
 
-Each figure says which events it sums (see :mod:`sbprof.events`):
+Each figure says which events it sums (see :mod:`sbprof.measuring.events`):
 
 - ``report_time`` CPU: host time inside PyTorch operators (forward and
   backward), the union of the operator events' intervals on each thread,
@@ -21,10 +21,10 @@ from typing import Any, NamedTuple, Optional, Sequence
 from torch import profiler as tprof
 from torch.autograd.profiler_util import EventList, FunctionEventAvg
 
-from sbprof.events import SessionView, device_us, operator_cpu_us, peak_per_window, step_of_label
+from sbprof.measuring.events import SessionView, device_us, operator_cpu_us, peak_per_window, step_of_label
 from sbprof.decorators.step_events import StepEvents
 from sbprof.decorators.step_profiler import StepProfiler
-from sbprof.errors import ConfigError, MeasurementError
+from sbprof.base.errors import ConfigError, MeasurementError
 
 
 class TimeReport(NamedTuple):

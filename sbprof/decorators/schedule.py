@@ -10,7 +10,7 @@ from torch import profiler as tprof
 from sbprof.decorators.options import Options
 from sbprof.decorators.step_profiler import StepProfiler
 from sbprof.decorators.targets import OPTIONS_ATTR, attach, current_profiler, hooked_methods, pending_options
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 
 # Defaults of the scheduled decorators: one idle step, two warm-up steps
 # (recorded but discarded, so caches and allocator settle), five measured.

@@ -14,8 +14,8 @@ from torch.autograd.profiler_util import EventList
 
 from sbprof.decorators.recording import RecordingProfiler
 from sbprof.decorators.stage_schedule import SHARED_KEY, schedule_key
-from sbprof.errors import MeasurementError
-from sbprof.events import MemoryRecord, SessionView, StepWindow
+from sbprof.base.errors import MeasurementError
+from sbprof.measuring.events import MemoryRecord, SessionView, StepWindow
 from sbprof.record import Cell, Measurement
 
 FIRST_STEPS_SHOWN = 50  # how far the "nothing recorded yet" message looks into a schedule
@@ -116,8 +116,8 @@ class StepReader(RecordingProfiler):
         """
         if not self.step_wall_s.get(step):
             raise MeasurementError(f"no step {step!r} was timed; timed steps: {sorted(self.step_wall_s)}")
-        from sbprof.env import collect_env
-        from sbprof.events import device_us, operator_cpu_us, peak_per_window
+        from sbprof.measuring.env import collect_env
+        from sbprof.measuring.events import device_us, operator_cpu_us, peak_per_window
 
         device = f"cuda:{torch.cuda.current_device()}" if torch.cuda.is_initialized() else "cpu"
         extra: Dict[str, Any] = {}

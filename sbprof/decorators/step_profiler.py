@@ -2,7 +2,7 @@
 
 A step is one call of a hooked method (``fit_batch``, ``transcribe_batch``,
 ``forward``...) or of a decorated function. Each step runs inside a
-``record_function`` label (see :mod:`sbprof.events`), so whatever
+``record_function`` label (see :mod:`sbprof.measuring.events`), so whatever
 the profiler records around the steps (a training loop's data loading,
 validation batches that were not selected, the user's own code between calls)
 stays in the trace but not in the figures: :meth:`StepProfiler.events` keeps
@@ -26,7 +26,7 @@ from torch import profiler as tprof
 
 from sbprof.decorators.stage_schedule import REPORTED_ACTIONS, SHARED_KEY, schedule_key
 from sbprof.decorators.step_events import StepReader
-from sbprof.events import DISCARD_LABEL, step_label, warmup_label
+from sbprof.measuring.events import DISCARD_LABEL, step_label, warmup_label
 
 
 @dataclass

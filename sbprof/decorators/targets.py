@@ -21,7 +21,7 @@ Under torchrun (``RANK`` and ``WORLD_SIZE`` set), each profiled target also
 writes its steps to this rank's file (:mod:`sbprof.distributed.recorder`).
 
 With ``modules=``, each selected step is also a step of a
-:class:`~sbprof.modules.ModuleAttribution` (``profiler.modules``), whose hooks
+:class:`~sbprof.measuring.modules.ModuleAttribution` (``profiler.modules``), whose hooks
 are installed at the first step and removed when the session ends (``fit`` /
 ``evaluate`` on a Brain, each call otherwise).
 
@@ -53,8 +53,8 @@ from sbprof.decorators.options import Options
 from sbprof.decorators.stage_schedule import BRAIN_STAGES
 from sbprof.decorators.step_profiler import StepProfiler
 from sbprof.distributed.recorder import new_section
-from sbprof.errors import ConfigError
-from sbprof.modules.attribution import ModuleAttribution
+from sbprof.base.errors import ConfigError
+from sbprof.measuring.modules.attribution import ModuleAttribution
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ PRETRAINED_STEP_HOOKS = (
 OPTIONS_ATTR = "__sbprof_options__"
 HOOK_ATTR = "__sbprof_hook__"
 
-NEEDS_ATTRIBUTION = ("modules= on {kind} needs a ready sbprof.modules.ModuleAttribution(model, ...): it has no "
+NEEDS_ATTRIBUTION = ("modules= on {kind} needs a ready sbprof.measuring.modules.ModuleAttribution(model, ...): it has no "
                      "modules of its own to select from")
 
 # The profilers of the decorated functions now running, innermost last (for sbprof.step()).

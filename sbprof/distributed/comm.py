@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from typing import Any, Deque, Dict, Iterable, List, Sequence, Tuple
 
-from sbprof.events import is_device_event
+from sbprof.measuring.events import is_device_event
 
 HOST_PREFIX = "c10d::"
 BACKEND_PREFIXES = ("gloo:", "mpi:", "ucc:")

@@ -25,7 +25,7 @@ from sbprof.analysis.distributed import RunAnalysis, RunSummary, summarise_run
 from sbprof.analysis.rank_rows import MissingRank
 from sbprof.distributed.rankfile import RankFile, read_rank_file, rank_files
 from sbprof.distributed.world import DEFAULT_FOLDER, ENV_FOLDER
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 from sbprof.record import Measurement
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 
 FORMAT = "sbprof-rank"
 VERSION = 1

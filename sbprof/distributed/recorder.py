@@ -115,7 +115,7 @@ class RankSection:
     def session_ended(self, prof: Any) -> None:
         """Read the profiler's new sessions: communication (and allocator peak) of each reported step in them."""
         from sbprof.distributed.comm import comm_per_window
-        from sbprof.events import peak_per_window
+        from sbprof.measuring.events import peak_per_window
 
         views = prof.sessions()
         for view in views[prof.rank_views_read:]:
@@ -148,7 +148,7 @@ class RankSection:
         """The record of one step name on this rank: its reported steps, their communication, gaps and memory."""
         import torch
 
-        from sbprof.env import collect_env, load_average
+        from sbprof.measuring.env import collect_env, load_average
         from sbprof.record import Cell, Measurement
 
         shown = [r for r in rows if r.reported]
@@ -180,7 +180,7 @@ class RankSection:
 
 def process_peak(device: str) -> Any:
     """This process's memory high-water mark since it started: resident (VmHWM) or the CUDA allocator's peak."""
-    from sbprof.memory import _read_status_kib
+    from sbprof.measuring.memory import _read_status_kib
     from sbprof.record import MemoryPeak
 
     if device.startswith("cuda"):

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Union
 
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 
 ENV_FOLDER = "SBPROF_RANK_FOLDER"
 ENV_RUN_ID = "SBPROF_RUN_ID"
@@ -81,7 +81,7 @@ def from_env(env: Optional[Mapping[str, str]] = None) -> Optional[World]:
     >>> from_env({"RANK": "2", "WORLD_SIZE": "2"})
     Traceback (most recent call last):
     ...
-    sbprof.errors.ConfigError: $RANK is 2, outside a world of size 2 (ranks 0 to 1)
+    sbprof.base.errors.ConfigError: $RANK is 2, outside a world of size 2 (ranks 0 to 1)
     """
     env = os.environ if env is None else env
     if env.get("RANK") is None or env.get("WORLD_SIZE") is None:

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Protocol, Sequence, Union
 
 from sbprof.analysis.intervals import RepeatPolicy, SpreadPrior
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 from sbprof.record import Cell, Measurement
-from sbprof.runs import run_figure
+from sbprof.analysis.runs import run_figure
 from sbprof.record.results import Results
 
 FAILED = ("oom", "error")
@@ -152,7 +152,7 @@ class JobPlan:
 
     def results(self, rules: Dict[str, Any], models: Dict[str, Dict[str, Any]]) -> Results:
         """What a run measures under: this job, its rules and models, and this machine (hardware, libraries)."""
-        from sbprof.env import collect_env
+        from sbprof.measuring.env import collect_env
         from sbprof.record.results import MACHINE_KEYS
 
         env = collect_env()

@@ -31,10 +31,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from sbprof.checks import check_int, check_threads_count, parse_device
-from sbprof.errors import ConfigError
+from sbprof.base.checks import check_int, check_threads_count, parse_device
+from sbprof.base.errors import ConfigError
 from sbprof.record.cell import setting_name
-from sbprof.yamlconfig import check_keys, load_yaml
+from sbprof.base.yamlconfig import check_keys, load_yaml
 
 REPEAT_KEYS = ("runs", "target", "min_runs", "max_runs", "confidence")
 KEYS = ("devices", "cpu_threads", "cuda_threads", "seed", "warmup", "measured", "repeats", "timeout_s",
@@ -157,7 +157,7 @@ def check_devices(value: Any, where: str) -> Tuple[str, ...]:
     >>> check_devices("gpu", "p.yaml")
     Traceback (most recent call last):
     ...
-    sbprof.errors.ConfigError: p.yaml: devices: 'gpu' is not a device (use cpu, cuda or cuda:N)
+    sbprof.base.errors.ConfigError: p.yaml: devices: 'gpu' is not a device (use cpu, cuda or cuda:N)
     """
     import torch
 
@@ -254,7 +254,7 @@ def check_timeout(value: Any, where: str) -> float:
 def load_tree(path: Any, overrides: Optional[Mapping[str, Any]], schema: Dict[str, Any]) -> Mapping[str, Any]:
     """A job's YAML file with the command line's overrides merged in, every key checked against ``schema``.
 
-    One clear line for anything wrong with the file (:func:`sbprof.yamlconfig.load_yaml`), an override of an
+    One clear line for anything wrong with the file (:func:`sbprof.base.yamlconfig.load_yaml`), an override of an
     unknown key (named as the command line's), or an unknown key of the file (with a "did you mean").
     """
     if overrides:

@@ -22,8 +22,8 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Dict, Optional
 
-from sbprof.checks import nearest
-from sbprof.errors import ConfigError
+from sbprof.base.checks import nearest
+from sbprof.base.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ class JobEntry:
 
 
 SHOW_REPORT = "sbprof.cli.job:show_report"
-CELL_FIGURES = "sbprof.figures:cell_figures"
+CELL_FIGURES = "sbprof.analysis.figures:cell_figures"
 JOBS: Dict[str, JobEntry] = {entry.name: entry for entry in (
     JobEntry("run", "profile a SpeechBrain recipe or PyTorch script as it runs, without editing it", "sbprof.script",
              "run", command_line="sbprof.cli.run:parse", noun="stage"),
@@ -115,7 +115,7 @@ def get_job(name: str) -> JobEntry:
     >>> get_job("profle")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    sbprof.errors.ConfigError: no job named 'profle' (did you mean 'profile'?)...
+    sbprof.base.errors.ConfigError: no job named 'profle' (did you mean 'profile'?)...
     """
     if name not in JOBS:
         raise ConfigError(f"no job named {name!r}{nearest(name, list(JOBS))}; jobs: {', '.join(JOBS)}")

@@ -15,7 +15,7 @@ from typing import Dict, Optional, Union
 
 from sbprof.jobs.registry import JobEntry, get_job
 from sbprof.results import RESULTS_FILE, Results, StorageError, load_results
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 
 
 def reports(entry: JobEntry, results: Results, folder: Union[str, Path]) -> Dict[str, Path]:

@@ -32,7 +32,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple, Un
 
 from tqdm import tqdm
 
-from sbprof.errors import ConfigError, MeasurementError
+from sbprof.base.errors import ConfigError, MeasurementError
 from sbprof.jobs.plan import Batch, Item, Plan, Records, needs_measuring
 from sbprof.record import Cell, Measurement
 from sbprof.results import RESULTS_FILE, FolderLock, ResultStore, Results, StorageError, prepare_output_folder
@@ -202,7 +202,7 @@ class _Run:
     def _failed(self, batch: Batch, item: Item, message: str, setup: Dict[str, Any]) -> Measurement:
         if batch.store == "extra":  # the timing stands; only the added figures are missing
             return self._record(batch, item, {"extra_error": message})
-        from sbprof.env import collect_env
+        from sbprof.measuring.env import collect_env
 
         return Measurement(label=item.label, cell=item.cell, status="error", message=message,
                            settings=dict(item.payload.get("settings", {})), env=collect_env(), extra=dict(setup))
@@ -331,7 +331,7 @@ def run(job: str, config: Union[str, Path], overrides: Optional[Dict[str, Any]] 
     >>> run("profile", "no_such.yaml")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    sbprof.errors.ConfigError: no_such.yaml: no such configuration file
+    sbprof.base.errors.ConfigError: no_such.yaml: no such configuration file
     """
     from sbprof.jobs.registry import get_job
 

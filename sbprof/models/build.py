@@ -35,8 +35,8 @@ from speechbrain.dataio.encoder import CategoricalEncoder
 from speechbrain.inference.interfaces import Pretrained
 from speechbrain.processing.features import InputNormalization
 
-from sbprof.errors import ConfigError
-from sbprof.interfaces import interface_class
+from sbprof.base.errors import ConfigError
+from sbprof.models.interfaces import interface_class
 
 PathLike = Union[str, "os.PathLike[str]"]
 

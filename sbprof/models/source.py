@@ -6,7 +6,7 @@ A model is either
   holding ``hyperparams.yaml``, or a hub id ``owner/name``, which needs the
   network) and ``type`` (a ``speechbrain.inference`` class or a dotted path),
   with an optional ``method`` and ``args`` for a class without a built-in
-  call (:mod:`sbprof.interfaces`); or
+  call (:mod:`sbprof.models.interfaces`); or
 - a **module** built by HyperPyYAML: ``yaml`` (the file) and ``module`` (the
   key that builds it, dotted for nested entries), called on ``input: wavs``
   (``[batch, samples]``) or ``input: features`` with ``features: N``
@@ -25,9 +25,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
-from sbprof.checks import check_int, nearest
-from sbprof.errors import ConfigError
-from sbprof.yamlconfig import resolve_path
+from sbprof.base.checks import check_int, nearest
+from sbprof.base.errors import ConfigError
+from sbprof.base.yamlconfig import resolve_path
 
 SOURCE_KEYS = ("source", "type", "method", "args", "overrides", "yaml", "module", "input", "features")
 MODULE_INPUTS = ("wavs", "features")
@@ -94,7 +94,7 @@ def _text(tree: Mapping[str, Any], key: str, where: str) -> Optional[str]:
 
 
 def _interface(tree: Mapping[str, Any], where: str, base: Path, overrides: Dict[str, Any]) -> ModelSource:
-    from sbprof.interfaces import interface_class, resolve_interface
+    from sbprof.models.interfaces import interface_class, resolve_interface
     from sbprof.models.build import LOCAL_MODELS
 
     source, type_name = _text(tree, "source", where), _text(tree, "type", where)
@@ -159,7 +159,7 @@ def check_source(tree: Any, where: str, base: Path) -> ModelSource:
     >>> check_source({"source": "encoder_asr"}, "p.yaml: model", Path("."))
     Traceback (most recent call last):
     ...
-    sbprof.errors.ConfigError: p.yaml: model: a pretrained interface needs both 'source' and 'type'
+    sbprof.base.errors.ConfigError: p.yaml: model: a pretrained interface needs both 'source' and 'type'
     """
     if not isinstance(tree, Mapping):
         raise ConfigError(f"{where} must be a mapping (source/type, or yaml/module), got {tree!r}")
@@ -207,7 +207,7 @@ def fingerprint(src: ModelSource) -> str:
 def load_interface(src: ModelSource, device: str, download_folder: str) -> Any:
     """A pretrained interface on ``device``, through SpeechBrain's ``from_hparams`` (a hub model is fetched into
     ``download_folder``, never elsewhere)."""
-    from sbprof.interfaces import interface_class
+    from sbprof.models.interfaces import interface_class
     from sbprof.models.build import LOCAL_MODELS, build_local_model, load_local_model
 
     if src.kind == "local_model" and src.type == LOCAL_MODELS[src.source] and not src.overrides:
@@ -275,7 +275,7 @@ class LoadedModel:
     def __init__(self, src: ModelSource, device: str, seed: int, download_folder: str):
         import torch
 
-        from sbprof.interfaces import InterfaceSpec
+        from sbprof.models.interfaces import InterfaceSpec
 
         self.src = src
         self.device = torch.device(device)
@@ -303,8 +303,8 @@ class LoadedModel:
         """
         import torch
 
-        from sbprof.audio import make_batch
-        from sbprof.interfaces import make_call
+        from sbprof.models.audio import make_batch
+        from sbprof.models.interfaces import make_call
 
         if self.src.is_module and self.src.input == "features":
             n_frames = frames if frames is not None else max(1, round(audio_s / frame_shift_s))

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, List, Optional
 
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 
 WORD_START = "\u2581"
 """SentencePiece marks a piece that starts a word with this character (``▁``)."""
@@ -62,7 +62,7 @@ def check_streaming_model(model: Any, name: str) -> None:
     >>> check_streaming_model(object(), "m")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    sbprof.errors.ConfigError: model 'm' (object) cannot stream: it has no make_streaming_context, ...
+    sbprof.base.errors.ConfigError: model 'm' (object) cannot stream: it has no make_streaming_context, ...
     """
     missing = [m for m in STREAMING_METHODS if not callable(getattr(model, m, None))]
     if missing:
@@ -119,7 +119,7 @@ def check_allowed(ranges: Optional[TrainedRanges], name: str, chunk_sizes: Itera
     >>> check_allowed(r, "m", [8], [0])
     Traceback (most recent call last):
     ...
-    sbprof.errors.ConfigError: streaming.left_context_chunks: 0 is not allowed by model 'm': it was trained for chunk sizes 8 to 32 frames, left contexts 2 to 32 chunks or unlimited (-1)
+    sbprof.base.errors.ConfigError: streaming.left_context_chunks: 0 is not allowed by model 'm': it was trained for chunk sizes 8 to 32 frames, left contexts 2 to 32 chunks or unlimited (-1)
     """
     if ranges is None:
         return

@@ -4,7 +4,7 @@
 machines. A field of the wrong type, length or range (a NaN peak, a sample
 list one short) or a missing one would otherwise surface as a traceback deep
 inside a renderer, or as a figure printed as "nan"; here it is one
-:class:`~sbprof.errors.ConfigError` naming the field and what it holds.
+:class:`~sbprof.base.errors.ConfigError` naming the field and what it holds.
 :func:`check_fields` is the same check for any table of fields (a job's own
 ``extra`` block, for instance).
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Dict, Mapping, Tuple
 
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 
 STATUSES = ("ok", "skipped", "oom", "error")
 
@@ -124,7 +124,7 @@ def check_fields(values: Mapping[str, Any], fields: Fields, where: str = "") -> 
     >>> check_fields({"chunks": [1, float("nan")]}, {"chunks": (samples, "a list of numbers >= 0")}, "extra.")
     Traceback (most recent call last):
     ...
-    sbprof.errors.ConfigError: field 'extra.chunks' must be a list of numbers >= 0, got [1, nan]
+    sbprof.base.errors.ConfigError: field 'extra.chunks' must be a list of numbers >= 0, got [1, nan]
     """
     for name, (ok, what) in fields.items():
         if name in values and not ok(values[name]):
@@ -142,15 +142,15 @@ def check_record(d: Dict[str, Any], complete: bool = True) -> None:
     >>> check_record({"label": "c", "cell": {"model": "m"}, "wall_s": "0.1"})
     Traceback (most recent call last):
     ...
-    sbprof.errors.ConfigError: field 'wall_s' must be a list of non-negative numbers of seconds, got '0.1'
+    sbprof.base.errors.ConfigError: field 'wall_s' must be a list of non-negative numbers of seconds, got '0.1'
     >>> check_record({"label": "c"})
     Traceback (most recent call last):
     ...
-    sbprof.errors.ConfigError: no 'cell' (the record's coordinates)
+    sbprof.base.errors.ConfigError: no 'cell' (the record's coordinates)
     >>> check_record({"label": "c", "cell": {"model": "m"}, "wall_s": [0.1]})
     Traceback (most recent call last):
     ...
-    sbprof.errors.ConfigError: no field 'status' (a record holds every field of this sbprof's records)
+    sbprof.base.errors.ConfigError: no field 'status' (a record holds every field of this sbprof's records)
     """
     if not isinstance(d.get("cell"), dict):
         raise ConfigError("no 'cell' (the record's coordinates)" if "cell" not in d else

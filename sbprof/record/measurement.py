@@ -4,10 +4,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Dict, List, Optional
 
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 from sbprof.record.cell import Cell
 from sbprof.record.check import STATUSES, check_record
-from sbprof.stats import Stats, summarise
+from sbprof.base.stats import Stats, summarise
 
 SCHEMA_VERSION = 2
 SAMPLES = ("wall_s", "cpu_s", "cuda_s")
@@ -132,7 +132,7 @@ class Energy:
 
 @dataclass
 class Env:
-    """Where a measurement was taken (filled by :func:`sbprof.env.collect_env`)."""
+    """Where a measurement was taken (filled by :func:`sbprof.measuring.env.collect_env`)."""
 
     python: str = ""
     platform: str = ""
@@ -174,7 +174,7 @@ class Measurement:
     warmup : int
         Calls made before the measured ones (not in the samples).
     wall_s, cpu_s : list of float
-        One sample per measured call (see ``sbprof.stats.METRICS``).
+        One sample per measured call (see ``sbprof.base.stats.METRICS``).
     cuda_s : list of float or None
         GPU time per call from CUDA events; ``None`` off CUDA.
     audio_seconds : float, optional

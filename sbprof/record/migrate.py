@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 
 V1_COORDINATES = ("model", "device", "threads", "audio_s", "batch_size", "input")
 
@@ -94,7 +94,7 @@ def migrate_results(data: Any, where: str, version: int) -> Dict[str, Any]:
     >>> migrate_results({**v2, "version": 99}, "r.json", 3)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    sbprof.errors.ConfigError: r.json: written by a newer sbprof (results format version 99); this sbprof reads versions 1 to 3...
+    sbprof.base.errors.ConfigError: r.json: written by a newer sbprof (results format version 99); this sbprof reads versions 1 to 3...
     """
     if not isinstance(data, dict) or data.get("format") not in (FORMAT, V1_FORMAT):
         raise ConfigError(f"{where}: not an sbprof results file")

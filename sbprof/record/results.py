@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 from sbprof.record.measurement import Measurement
 from sbprof.record.migrate import FORMAT, MACHINE_KEYS, migrate_results
 

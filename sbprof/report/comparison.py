@@ -16,7 +16,7 @@ from sbprof.report.cells_csv import render_csv
 from sbprof.report.format import plural, sig3, status_text, table
 from sbprof.report.plot import Line, growth_label, render_series_plots
 from sbprof.results.files import atomic_write_text
-from sbprof.stats import METRICS
+from sbprof.base.stats import METRICS
 
 REPORT_FILE = "report.md"
 CSV_FILE = "results.csv"

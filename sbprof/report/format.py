@@ -7,7 +7,7 @@ from typing import Dict, List, Optional
 from tabulate import tabulate
 
 from sbprof.record import Measurement
-from sbprof.stats import GB
+from sbprof.base.stats import GB
 
 MESSAGE_CHARS = 40
 """Failed cells show at most this many characters of their message (results.json keeps it whole)."""

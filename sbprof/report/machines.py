@@ -16,7 +16,7 @@ from sbprof.report.comparison import exponent_text, latency_text, x_text
 from sbprof.report.format import plural, sig3, status_text, table
 from sbprof.report.plot import PLOT_DIR, Line, latency_figure, without_fit, write_png
 from sbprof.results.files import atomic_write_text
-from sbprof.stats import METRICS
+from sbprof.base.stats import METRICS
 
 REPORT_FILE = "report.md"
 LINE_STYLES = ["-", "--", ":", "-."]

@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional
 from tabulate import tabulate
 
 from sbprof.report.format import bytes_in, sig3
-from sbprof.stats import Stats
+from sbprof.base.stats import Stats
 
 TIME_HEADERS = ["module", "type", "calls", "forward ms", "fwd self ms", "backward ms", "bwd self ms", "total ms",
                 "share"]
@@ -81,7 +81,7 @@ def render_breakdown(data: Dict[str, Any], stats: Stats) -> str:
     >>> data = {"step": "train", "mode": "light", "steps": 2, "step_ms_samples": [10.0, 12.0],
     ...         "rows": [{"label": "enc", "type": "Enc", "depth": 0, "calls": 1.0, "total_ms": 8.0, "share": 0.727,
     ...                   "forward_ms": 3.0, "forward_self_ms": 3.0, "backward_ms": 5.0, "backward_self_ms": 5.0}]}
-    >>> from sbprof.stats import summarise
+    >>> from sbprof.base.stats import summarise
     >>> text = render_breakdown(data, summarise(data["step_ms_samples"]))
     >>> "| enc      | Enc    | 1       | 3.00         | 3.00          | 5.00          | 5.00          | 8.00       | 72.7%   |" in text
     True

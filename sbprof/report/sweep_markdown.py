@@ -7,7 +7,7 @@ run-to-run interval beside the within-run spread; skipped and OOM cells show
 a prediction marked ``(pred)`` when the measured cells allow a fit. On CUDA
 an extra table shows host-busy and GPU-busy time, which tells a launch-bound
 cell from a GPU-bound one. Every table carries its definition and unit (from
-:data:`sbprof.stats.METRICS`) right above it. Renderers never measure nor
+:data:`sbprof.base.stats.METRICS`) right above it. Renderers never measure nor
 analyse: they format a :class:`~sbprof.analysis.sweep.SweepSummary`.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ from sbprof.record import Env
 from sbprof.report.format import plural
 from sbprof.report.sweep_cells import (busy_text, grid_table, memory_text, prediction_text, rtf_text,
                                        rtfx_prediction_text, rtfx_text)
-from sbprof.stats import METRICS
+from sbprof.base.stats import METRICS
 
 
 def _input_text(summary: SweepSummary) -> str:

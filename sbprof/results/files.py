@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Union
 
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 
 PathLike = Union[str, Path]
 RESERVE_FILE = ".sbprof-reserve"
@@ -93,7 +93,7 @@ def prepare_output_folder(folder: PathLike, key: str = "output_folder") -> Path:
     >>> prepare_output_folder("/dev/null")
     Traceback (most recent call last):
     ...
-    sbprof.errors.ConfigError: output_folder '/dev/null' exists and is not a folder
+    sbprof.base.errors.ConfigError: output_folder '/dev/null' exists and is not a folder
     """
     if str(folder) == "":
         raise ConfigError(f"{key} is empty: give a folder for the results")

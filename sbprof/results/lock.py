@@ -15,7 +15,7 @@ import socket
 from pathlib import Path
 from typing import Optional, Union
 
-from sbprof.errors import SbprofError
+from sbprof.base.errors import SbprofError
 
 LOCK_FILE = ".sbprof.lock"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import List, Sequence, Union
 
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 from sbprof.record.results import Machine
 from sbprof.results.store import RESULTS_FILE, load_results
 

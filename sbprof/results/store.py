@@ -14,7 +14,7 @@ records taken under other rules, on another machine or library version, or
 from another build of a model: results taken under different conditions
 never end up side by side in one table. Another model may join the file.
 
-Files written by earlier versions are read and migrated (:mod:`sbprof.results.migrate`);
+Files written by earlier versions are read and migrated (:mod:`sbprof.record.migrate`);
 a file or record written by a newer sbprof is refused, naming the version this one reads.
 """
 from __future__ import annotations
@@ -24,8 +24,8 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
-from sbprof.errors import ConfigError, SbprofError
-from sbprof.inputfiles import read_input_file
+from sbprof.base.errors import ConfigError, SbprofError
+from sbprof.base.inputfiles import read_input_file
 from sbprof.record import Cell, Measurement
 from sbprof.record.results import Results, differences
 from sbprof.results.files import DISK_FULL, SpaceReserve, atomic_write_text
@@ -96,7 +96,7 @@ class ResultStore:
     >>> ResultStore(folder, Results("sweep", rules={"warmup_batches": 2}))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    sbprof.errors.ConfigError: ...warmup_batches: 1 there, 2 now...
+    sbprof.base.errors.ConfigError: ...warmup_batches: 1 there, 2 now...
     """
 
     def __init__(self, folder: Union[str, Path], results: Results, derive: Optional[Derive] = None,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
 
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -48,7 +48,7 @@ def check_target(path: Optional[str], module: Optional[str], args: List[str]) ->
     >>> check_target("no_such.py", None, [])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    sbprof.errors.ConfigError: no_such.py: no such script
+    sbprof.base.errors.ConfigError: no_such.py: no such script
     """
     if module is not None:
         try:

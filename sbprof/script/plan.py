@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterator, Optional
 
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 from sbprof.jobs.plan import JobPlan, Records, Step, StoreView
 from sbprof.jobs.preamble import Preamble
 from sbprof.record import Cell, Counts, Measurement, MemoryPeak
@@ -127,8 +127,8 @@ def _peak(session: Any) -> Optional[Dict[str, Any]]:
     script ended so that the probe cannot disturb it; ``None`` when it cannot be had."""
     import torch
 
-    from sbprof.errors import SbprofError
-    from sbprof.flops.peak import gpu_peak, measure_cpu_peak
+    from sbprof.base.errors import SbprofError
+    from sbprof.measuring.flops.peak import gpu_peak, measure_cpu_peak
 
     device = next(iter(session.devices.values()), "cpu")
     try:
@@ -145,7 +145,7 @@ def _threads() -> int:
 
 
 def _env() -> Any:
-    from sbprof.env import collect_env
+    from sbprof.measuring.env import collect_env
 
     return collect_env()
 

@@ -4,14 +4,14 @@ For each stage (``train``, ``valid``, ``test``, an inference method's name):
 
 - step clocks, data wait and the forward/backward/optimiser split
   (:class:`~sbprof.script.steps.Steps`);
-- per-module time: a light :class:`~sbprof.modules.ModuleAttribution` over the
+- per-module time: a light :class:`~sbprof.measuring.modules.ModuleAttribution` over the
   stage's model (a Brain's ``modules``, an interface's ``mods``, or the modules
   a plain loop's optimiser updates), one attribution step per step;
-- FLOPs of the last warm-up step (:class:`~sbprof.flops.FlopCounter`; the
+- FLOPs of the last warm-up step (:class:`~sbprof.measuring.flops.FlopCounter`; the
   counter slows the step it watches, which is why it is a warm-up one);
-- peak memory over the measured steps (:class:`~sbprof.memory.CpuPeak`, or
-  :class:`~sbprof.memory.CudaPeak` on a GPU) and a torch.profiler trace of them;
-- parameter counts of the model (:func:`~sbprof.params.count_params`).
+- peak memory over the measured steps (:class:`~sbprof.measuring.memory.CpuPeak`, or
+  :class:`~sbprof.measuring.memory.CudaPeak` on a GPU) and a torch.profiler trace of them;
+- parameter counts of the model (:func:`~sbprof.measuring.params.count_params`).
 
 Nothing here runs an extra step: everything is read from the script's own steps.
 """
@@ -88,7 +88,7 @@ class Session:
             self._start_measured(stage, device)
         if root is not None:
             if stage not in self.params:
-                from sbprof.params import count_params
+                from sbprof.measuring.params import count_params
 
                 self.params[stage] = count_params(root).to_dict()
             if index == self.steps.warmup - 1 and stage not in self.flops:
@@ -125,7 +125,7 @@ class Session:
     # ------------------------------------------------------------ parts
 
     def _begin_modules(self, stage: str, root: torch.nn.Module, index: int, optimizers: Callable) -> None:
-        from sbprof.modules import ModuleAttribution
+        from sbprof.measuring.modules import ModuleAttribution
 
         attribution = self.attributions.get(id(root))
         if attribution is None:
@@ -146,8 +146,8 @@ class Session:
         self._open["module_step"] = module_step
 
     def _start_flops(self, root: torch.nn.Module) -> None:
-        from sbprof.flops import FlopCounter
-        from sbprof.flops.counter import UntrackedOperatorWarning
+        from sbprof.measuring.flops import FlopCounter
+        from sbprof.measuring.flops.counter import UntrackedOperatorWarning
 
         quiet = warnings.catch_warnings()  # operators without a formula are listed in the result instead
         quiet.__enter__()
@@ -156,7 +156,7 @@ class Session:
         self._open["flops"] = FlopCounter(root).__enter__()
 
     def _start_measured(self, stage: str, device: str) -> None:
-        from sbprof.memory import CpuPeak, CudaPeak
+        from sbprof.measuring.memory import CpuPeak, CudaPeak
 
         peak = CudaPeak(device) if device.startswith("cuda") else CpuPeak()
         peak.start()

@@ -1,7 +1,7 @@
 """The stream job's configuration (``stream.yaml``): HyperPyYAML, checked into a :class:`StreamConfig`.
 
 Every mistake the file can hold stops the run before any worker starts, with
-one :class:`~sbprof.errors.ConfigError` naming the file, the key and the
+one :class:`~sbprof.base.errors.ConfigError` naming the file, the key and the
 value: an unknown key, a chunk size or stream count that is not a positive
 integer, a left context below -1, a missing or silent recording, a model type
 that cannot stream. What only the loaded model can tell (a model without
@@ -15,9 +15,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
-from sbprof.audio import check_example_audio
-from sbprof.checks import check_flag, check_int, check_list, is_int, is_positive_number
-from sbprof.errors import ConfigError
+from sbprof.models.audio import check_example_audio
+from sbprof.base.checks import check_flag, check_int, check_list, is_int, is_positive_number
+from sbprof.base.errors import ConfigError
 from sbprof.jobs.preamble import SCHEMA as PREAMBLE, Defaults, Preamble, Repeats, check_preamble, load_tree
 from sbprof.models.source import ModelSource, check_source
 
@@ -109,7 +109,7 @@ def check_left_contexts(value: Any, key: str, file: str) -> Tuple[int, ...]:
     >>> check_left_contexts([-2], "streaming.left_context_chunks", "s.yaml")
     Traceback (most recent call last):
     ...
-    sbprof.errors.ConfigError: s.yaml: streaming.left_context_chunks must hold integers >= 0 (past chunks) or -1 (unlimited), got -2 in [-2]
+    sbprof.base.errors.ConfigError: s.yaml: streaming.left_context_chunks must hold integers >= 0 (past chunks) or -1 (unlimited), got -2 in [-2]
     """
     items = value if isinstance(value, (list, tuple)) else [value]
     if not items:
@@ -124,7 +124,7 @@ def check_left_contexts(value: Any, key: str, file: str) -> Tuple[int, ...]:
 
 
 def _model(tree: Any, file: str, base: Path) -> ModelSource:
-    from sbprof.interfaces import interface_class
+    from sbprof.models.interfaces import interface_class
     from sbprof.models.streaming import check_streaming_model
 
     where = f"{file}: model"
@@ -223,7 +223,7 @@ def load_config(path: Union[str, Path], overrides: Optional[Mapping[str, Any]] =
     >>> load_config(d / "s.yaml")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    sbprof.errors.ConfigError: ...s.yaml: streaming.chunk_sizes must hold only positive integers, got 0 in [0]
+    sbprof.base.errors.ConfigError: ...s.yaml: streaming.chunk_sizes must hold only positive integers, got 0 in [0]
     """
     tree = load_tree(path, overrides, SCHEMA)
     file, base = str(path), Path(path).resolve().parent

@@ -13,8 +13,9 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any, Dict, Iterator, List
 
-from sbprof.audio import input_kind
-from sbprof.jobs.plan import Batch, Group, Item, JobPlan, Step, StoreView, interleaved_passes, repeat_policy, worker_env
+from sbprof.models.audio import input_kind
+from sbprof.jobs.plan import (Batch, Group, Item, JobPlan, Step, StoreView, interleaved_passes, log_name,
+                              repeat_policy, worker_env)
 from sbprof.jobs.preamble import Setting
 from sbprof.models.source import fingerprint
 from sbprof.record import Cell
@@ -98,7 +99,7 @@ class Plan(JobPlan):
         payload: Dict[str, Any] = {"config": self.cfg.to_dict(), "device": setting.device, "threads": setting.threads}
         items = [Item(c, self.label(c), {"settings": self.settings}) for c in cells]
         return Batch(name=f"stream worker for {setting.name}", module=self.worker, payload=payload, items=items,
-                     log=f"worker-{setting.name}.log", env=worker_env(setting.threads))
+                     log=log_name(setting.name), env=worker_env(setting.threads))
 
     def steps(self, view: StoreView) -> Iterator[Step]:
         from sbprof.analysis.stream_validation import check_stream_record

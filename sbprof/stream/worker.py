@@ -27,10 +27,10 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import torch
 
 from sbprof.analysis.stream_criterion import capacity_estimate, within_target
-from sbprof.audio import load_example, make_batch
-from sbprof.env import collect_env, load_average
-from sbprof.errors import ConfigError
-from sbprof.memory import CpuPeak, CudaPeak, release_memory
+from sbprof.models.audio import load_example, make_batch
+from sbprof.measuring.env import collect_env, load_average
+from sbprof.base.errors import ConfigError
+from sbprof.measuring.memory import CpuPeak, CudaPeak, release_memory
 from sbprof.models.source import LoadedModel
 from sbprof.models.streaming import (UNLIMITED, check_allowed, check_streaming_model, chunk_samples, context_bytes,
                                      final_chunks, right_context_samples, trained_ranges)
@@ -38,7 +38,7 @@ from sbprof.record import Cell, Measurement, MemoryPeak
 from sbprof.stream.capacity import capacity, next_probe
 from sbprof.stream.config import StreamConfig
 from sbprof.stream.session import Served, schedule, serve
-from sbprof.timing import measure
+from sbprof.measuring.timing import measure
 from sbprof.workers.cells import CellWorker, SetupError, serve_cells
 from sbprof.workers.protocol import one_line
 

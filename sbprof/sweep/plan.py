@@ -21,13 +21,13 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
-from sbprof.audio import input_kind
-from sbprof.grid import cell_label, make_grid
-from sbprof.jobs.plan import (Batch, Group, Item, JobPlan, Records, Step, StoreView, interleaved_passes,
+from sbprof.models.audio import input_kind
+from sbprof.analysis.grid import cell_label, make_grid
+from sbprof.jobs.plan import (Batch, Group, Item, JobPlan, Records, Step, StoreView, interleaved_passes, log_name,
                               repeat_policy, worker_env)
 from sbprof.jobs.preamble import Setting
 from sbprof.models.source import fingerprint
-from sbprof.predictions import predict_cells
+from sbprof.analysis.predictions import predict_cells
 from sbprof.record import Cell, Measurement
 from sbprof.record.results import Results
 from sbprof.sweep.schema import MEASURED_MIN_S, SweepConfig
@@ -129,7 +129,7 @@ class Plan(JobPlan):
         if mode == "measure" and self.cfg.noise_floor and view is not None:
             items = self.references(setting, view, "start") + items + self.references(setting, view, "end")
         return Batch(name=f"{mode} worker for {setting.name}", module=self.worker, payload=payload, items=items,
-                     log=f"worker-{setting.name}.log", env=worker_env(setting.threads),
+                     log=log_name(setting.name), env=worker_env(setting.threads),
                      store="extra" if mode == "profile" else "records", resumable=mode != "profile")
 
     def references(self, setting: Setting, view: StoreView, position: str) -> List[Item]:

@@ -4,16 +4,16 @@ Everything a user can get wrong is checked here, before any worker starts or
 any model loads: the shared keys (:mod:`sbprof.jobs.preamble`), the model
 (:mod:`sbprof.models.source`), non-positive durations or batch sizes, a
 missing, empty or silent example recording. Each problem raises one
-:class:`~sbprof.errors.ConfigError` naming the file, the key and the value.
+:class:`~sbprof.base.errors.ConfigError` naming the file, the key and the value.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from sbprof.audio import check_example_audio
-from sbprof.checks import check_flag, check_list, is_positive_number
-from sbprof.errors import ConfigError
+from sbprof.models.audio import check_example_audio
+from sbprof.base.checks import check_flag, check_list, is_positive_number
+from sbprof.base.errors import ConfigError
 from sbprof.jobs.preamble import check_preamble
 from sbprof.models.source import check_source
 from sbprof.sweep.schema import DEFAULTS, REQUIRED, Dimensions, Predict, SweepConfig

@@ -8,17 +8,17 @@ input, not a failed cell), then for every cell builds the batch and, by the
 batch's mode:
 
 - ``measure``: after a process-level warm-up
-  (:func:`~sbprof.timing.warm_up_process` on the first item's batch, the
-  reference batch when there is one), times it with :func:`sbprof.timing.measure` (warm-up
+  (:func:`~sbprof.measuring.timing.warm_up_process` on the first item's batch, the
+  reference batch when there is one), times it with :func:`sbprof.measuring.timing.measure` (warm-up
   batches, measured batches, more while they add up to less than
   :data:`~sbprof.sweep.schema.MEASURED_MIN_S`, then one call for the memory the batch adds),
   with the CPU time other processes took meanwhile
-  (:class:`~sbprof.env.OthersCpu`). Calibration items (the reference batch
+  (:class:`~sbprof.measuring.env.OthersCpu`). Calibration items (the reference batch
   at the start and end of the process) are timed the same way;
 - ``profile``: runs it under torch.profiler, after every cell of the setting
   was measured, in a process of its own so the profiler's memory and threads
   never touch a measured figure: on CUDA the host-busy / GPU-busy split
-  (:mod:`sbprof.device_split`), and with ``export_logs`` a trace file;
+  (:mod:`sbprof.measuring.device_split`), and with ``export_logs`` a trace file;
 """
 from __future__ import annotations
 
@@ -30,16 +30,16 @@ from typing import Any, Dict, Optional
 
 import torch
 
-from sbprof.audio import load_example
-from sbprof.device_split import measure_device_split
-from sbprof.env import OthersCpu, collect_env, load_average
-from sbprof.errors import ConfigError
-from sbprof.memory import release_memory
+from sbprof.models.audio import load_example
+from sbprof.measuring.device_split import measure_device_split
+from sbprof.measuring.env import OthersCpu, collect_env, load_average
+from sbprof.base.errors import ConfigError
+from sbprof.measuring.memory import release_memory
 from sbprof.models.source import LoadedModel, ModelSource
 from sbprof.record import Cell
 from sbprof.sweep.schema import MEASURED_MAX, MEASURED_MIN_S
-from sbprof.timing import measure, warm_up_process
-from sbprof.traces import profile_to_trace
+from sbprof.measuring.timing import measure, warm_up_process
+from sbprof.measuring.traces import profile_to_trace
 from sbprof.workers.cells import CellWorker, SetupError, serve_cells
 from sbprof.workers.protocol import one_line
 

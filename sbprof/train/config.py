@@ -1,9 +1,9 @@
 """The training recipe's HyperPyYAML file (``train_profile.yaml``), checked into a :class:`TrainConfig`.
 
-Loaded like the profiling sweep's file (:func:`sbprof.yamlconfig.load_yaml`:
+Loaded like the profiling sweep's file (:func:`sbprof.base.yamlconfig.load_yaml`:
 ``--key value`` overrides, nested mappings merged key by key); every mistake
 stops the run before any model is built, with one
-:class:`~sbprof.errors.ConfigError` naming the file, the key and the value.
+:class:`~sbprof.base.errors.ConfigError` naming the file, the key and the value.
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
-from sbprof.checks import check_choices, check_flag, check_int, check_list, is_positive_number
-from sbprof.errors import ConfigError
+from sbprof.base.checks import check_choices, check_flag, check_int, check_list, is_positive_number
+from sbprof.base.errors import ConfigError
 from sbprof.jobs.preamble import SCHEMA as PREAMBLE, Defaults, Preamble, check_preamble, load_tree
 from sbprof.train.models import VARIANTS, ModelSizes
 
@@ -239,6 +239,6 @@ def load_config(path: Union[str, Path], overrides: Optional[Mapping[str, Any]] =
     >>> load_config(d / "t.yaml", {"data": {"bach_size": 3}})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    sbprof.errors.ConfigError: command line: unknown key 'data.bach_size' (did you mean 'data.batch_size'?)...
+    sbprof.base.errors.ConfigError: command line: unknown key 'data.bach_size' (did you mean 'data.batch_size'?)...
     """
     return validate(load_tree(path, overrides, SCHEMA), str(path), run_options)

@@ -1,7 +1,7 @@
 """Mock-up training batches whose lengths and token counts follow LibriSpeech train-clean-100.
 
 Each utterance draws a pair (T, U) from
-:func:`sbprof.utterances.sample_shapes` (T: frames after 4x
+:func:`sbprof.models.utterances.sample_shapes` (T: frames after 4x
 subsampling, 40 ms each; U: BPE-500 tokens), then both are multiplied by
 ``scale`` so that a CPU step stays short: at the default 0.25 the median
 utterance lasts 343 x 0.04 x 0.25 = 3.4 s and holds 18 tokens (the real
@@ -55,7 +55,7 @@ def mock_batches(num_batches: int, batch_size: int, scale: float, sample_rate: i
     share = batch_size // world_size
     from speechbrain.dataio.batch import PaddedBatch
 
-    from sbprof.utterances import sample_shapes
+    from sbprof.models.utterances import sample_shapes
 
     shapes = sample_shapes(num_batches * batch_size, seed=seed)
     generator = torch.Generator().manual_seed(seed)

@@ -21,9 +21,10 @@ from typing import Iterator, List
 
 import torch
 
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 from sbprof.analysis.intervals import RepeatPolicy
-from sbprof.jobs.plan import Batch, Group, Item, JobPlan, Step, StoreView, interleaved_passes, repeat_policy, worker_env
+from sbprof.jobs.plan import (Batch, Group, Item, JobPlan, Step, StoreView, interleaved_passes, log_name,
+                              repeat_policy, worker_env)
 from sbprof.jobs.preamble import Setting
 from sbprof.record import Cell
 from sbprof.record.results import Results
@@ -37,7 +38,7 @@ class Plan(JobPlan):
     job, worker = "train", "sbprof.train.worker"
 
     def __init__(self, cfg: TrainConfig):
-        from sbprof.modules.selection import select_modules
+        from sbprof.measuring.modules.selection import select_modules
 
         super().__init__(cfg)
         if cfg.world_sizes:
@@ -70,7 +71,7 @@ class Plan(JobPlan):
         items = [Item(c, f"train:{variant} on {setting.name} run {c.run}") for c in cells]
         return Batch(name=f"training worker for {variant} on {setting.name}", module=self.worker,
                      payload={"config": self.cfg.to_dict(), "device": setting.device, "threads": setting.threads},
-                     items=items, log=f"worker-{variant}-{setting.name}.log", env=worker_env(setting.threads))
+                     items=items, log=log_name(variant, setting.name), env=worker_env(setting.threads))
 
     def steps(self, view: StoreView) -> Iterator[Step]:
         if self.cfg.world_sizes:
@@ -107,5 +108,5 @@ class Plan(JobPlan):
                   for r in range(size)]
         return Batch(name=f"torchrun world of {size} ({scaling}) for {world.model} on {setting.name}",
                      module="sbprof.train.world_worker", payload={"config": self.cfg.to_dict()}, items=items,
-                     log=f"worker-{world.model}-{setting.name}-world{size}-{scaling}.log",
+                     log=log_name(world.model, setting.name, f"world{size}", scaling),
                      env=worker_env(setting.threads), resumable=False)

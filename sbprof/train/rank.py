@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from sbprof.distributed.world import World, from_env
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 from sbprof.train.config import TrainConfig
 
 RANKS_DIR = "ranks"

@@ -29,8 +29,8 @@ from typing import Any, Dict, List
 
 import torch
 
-from sbprof.env import collect_env
-from sbprof.memory import release_memory
+from sbprof.measuring.env import collect_env
+from sbprof.measuring.memory import release_memory
 from sbprof.record import Cell, Counts, MemoryPeak, Measurement
 from sbprof.record.cell import setting_name
 from sbprof.train.config import TrainConfig
@@ -48,7 +48,7 @@ def _plain_step(brain: Any, batch: Any) -> Any:
 
 def step_peak(brain: Any, batch: Any, device: str) -> MemoryPeak:
     """Peak memory of one training step."""
-    from sbprof.memory import CpuPeak, CudaPeak
+    from sbprof.measuring.memory import CpuPeak, CudaPeak
 
     if device.startswith("cuda"):
         tracker = CudaPeak(device)
@@ -68,7 +68,7 @@ def step_flops(brain: Any, batch: Any) -> Any:
     """FLOPs of forward + backward of one batch, per module of ``brain.modules``."""
     import speechbrain as sb
 
-    from sbprof.flops import FlopCounter
+    from sbprof.measuring.flops import FlopCounter
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # untracked operators are listed in the result instead
@@ -101,8 +101,8 @@ def params_extra(modules: torch.nn.Module, labels: List[str]) -> Dict[str, Any]:
 
     A row's ``depth`` is its nesting among the rows kept (as in the time table).
     """
-    from sbprof.modules.result import nesting_depth
-    from sbprof.params import count_params
+    from sbprof.measuring.modules.result import nesting_depth
+    from sbprof.measuring.params import count_params
 
     data = count_params(modules).to_dict()
     rows = [row for row in data["modules"] if row["depth"] == 1 or row["name"] in set(labels)]

@@ -31,8 +31,8 @@ def rank_record(cell: Cell, path: Path, section: str) -> Tuple[Measurement, Opti
     """One rank's record from its file (re-celled to the plan's cell), and why it is missing if it is."""
     from sbprof.distributed.merge import rank_records
     from sbprof.distributed.rankfile import read_rank_file
-    from sbprof.env import collect_env
-    from sbprof.errors import ConfigError
+    from sbprof.measuring.env import collect_env
+    from sbprof.base.errors import ConfigError
 
     label = f"rank {cell.rank}: {cell.model}"
     last: Optional[int] = None
@@ -70,7 +70,7 @@ class WorldWorker(CellWorker):
         from sbprof.distributed.rankfile import rank_file
         from sbprof.distributed.ranklog import ENV_NO_MERGE
         from sbprof.distributed.world import ENV_RUN_ID, new_run_id
-        from sbprof.env import collect_env
+        from sbprof.measuring.env import collect_env
         from sbprof.jobs.plan import worker_env
         from sbprof.jobs.runner import LOG_DIR
         from sbprof.train.config import TrainConfig

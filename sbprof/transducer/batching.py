@@ -11,7 +11,7 @@ import random
 from dataclasses import dataclass
 from typing import List, Sequence, Tuple
 
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 
 Shape = Tuple[int, int]
 

@@ -1,7 +1,7 @@
 """Correctness before speed: a backend's losses and gradients against the reference.
 
 On a few small random batches (variable lengths inside a batch, a realistic
-vocabulary), both the backend and :func:`~sbprof.transducer.reference.rnnt_loss_reference`
+vocabulary), both the backend and :func:`~sbprof.transducer.backends.reference.rnnt_loss_reference`
 compute per-utterance losses of the same float32 logits, and the gradients of
 ``sum_n w_n loss_n`` with random positive weights ``w_n`` (so a backend that
 mixes up utterances, or ignores the incoming gradient, is caught). The
@@ -27,7 +27,7 @@ import torch
 
 from sbprof.transducer.backends.base import Backend
 from sbprof.transducer.inputs import random_logits, random_targets
-from sbprof.transducer.reference import rnnt_loss_reference
+from sbprof.transducer.backends.reference import rnnt_loss_reference
 from sbprof.workers.protocol import one_line
 
 Shape = Tuple[int, int]

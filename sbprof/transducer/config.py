@@ -1,7 +1,7 @@
 """The transducer benchmark's configuration: HyperPyYAML, validated into frozen dataclasses.
 
 Every mistake stops the run before any worker starts, with one
-:class:`~sbprof.errors.ConfigError` naming the file, the key and the value:
+:class:`~sbprof.base.errors.ConfigError` naming the file, the key and the value:
 an unknown key (with a "did you mean"), an unknown backend, a non-positive
 size, an unknown shape source or batching mode, a missing input file, a
 device this machine lacks. Command-line overrides (``--key value``, parsed by
@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
-from sbprof.checks import check_choices, check_flag, check_int, is_positive_number
-from sbprof.errors import ConfigError
+from sbprof.base.checks import check_choices, check_flag, check_int, is_positive_number
+from sbprof.base.errors import ConfigError
 from sbprof.jobs.preamble import SCHEMA as PREAMBLE, Defaults, Preamble, check_preamble, load_tree
 from sbprof.transducer.shapes import SOURCES
 
@@ -64,7 +64,7 @@ class SearchConfig:
 
 @dataclass(frozen=True)
 class TransducerConfig:
-    """A validated benchmark configuration (see ``recipes/transducer.yaml`` for every key)."""
+    """A validated benchmark configuration (see ``transducer.yaml`` for every key)."""
 
     preamble: Preamble
     backends: Tuple[str, ...]

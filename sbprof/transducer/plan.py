@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from sbprof.jobs.plan import Batch as WorkerBatch
-from sbprof.jobs.plan import (Group, Item, JobPlan, Records, Step, StoreView, interleaved_passes, needs_measuring,
-                              repeat_policy, worker_env)
+from sbprof.jobs.plan import (Group, Item, JobPlan, Records, Step, StoreView, interleaved_passes, log_name,
+                              needs_measuring, repeat_policy, worker_env)
 from sbprof.jobs.preamble import Setting
 from sbprof.record import Cell, Measurement
 from sbprof.record.results import Results
@@ -144,7 +144,7 @@ class Plan(JobPlan):
                    "threads": setting.threads, "vocab_size": cfg.vocab_size, "joiner_dim": cfg.joiner_dim,
                    "blank": cfg.blank, "seed": self.pre.seed, "output_folder": self.pre.output_folder}
         return WorkerBatch(name=f"{backend} worker on {setting.name}", module=self.worker, payload=payload,
-                           items=[self.item(c, backend) for c in cells], log=f"{backend}.log",
+                           items=[self.item(c, backend) for c in cells], log=log_name(backend),
                            python=cfg.interpreters.get(backend) or sys.executable, env=env)
 
     def not_installed(self, cell: Cell, backend: str, reason: str) -> Measurement:

@@ -4,7 +4,7 @@
   a sentencepiece model;
 - :func:`shapes_from_csv`: a CSV of ``duration`` (seconds) and ``text`` plus
   a sentencepiece model;
-- :func:`~sbprof.utterances.sample_shapes`: the built-in
+- :func:`~sbprof.models.utterances.sample_shapes`: the built-in
   LibriSpeech-like distribution (no file needed);
 - :func:`load_shape_file`: a file of ready ``(T, U)`` rows (``.csv`` with a
   header, or a ``.pt`` int tensor ``(n, 2)``), e.g. the study's shape file.
@@ -20,7 +20,7 @@ import csv
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 
 Shape = Tuple[int, int]
 PathLike = Union[str, Path]
@@ -172,7 +172,7 @@ def load_shapes(source: str, path: Optional[str] = None, sentencepiece_model: Op
     >>> len(shapes), all(1 <= t <= 170 for t, _ in shapes)
     (10, True)
     """
-    from sbprof.utterances import sample_shapes
+    from sbprof.models.utterances import sample_shapes
 
     if source == "synthetic":
         shapes = sample_shapes(num_utterances, seed)

@@ -14,7 +14,7 @@ agreement in its ``extra``:
   (untimed), then the joiner, the loss and its backward pass, timed between
   device synchronisations; peak memory covers the measured steps (on CUDA the
   caching allocator's peak; on CPU the resident high-water mark of
-  :class:`~sbprof.memory.CpuPeak`, which hands freed heap back to the system
+  :class:`~sbprof.measuring.memory.CpuPeak`, which hands freed heap back to the system
   first, so the figure is what the steps add, not what earlier steps left);
 - ``search``: the largest batch under a memory budget.
 
@@ -33,9 +33,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from sbprof.env import collect_env
-from sbprof.errors import ConfigError, failure_status
-from sbprof.memory import CpuPeak, CudaPeak, release_heap
+from sbprof.measuring.env import collect_env
+from sbprof.base.errors import ConfigError, failure_status
+from sbprof.measuring.memory import CpuPeak, CudaPeak, release_heap
 from sbprof.record import Cell, Measurement, MemoryPeak
 from sbprof.transducer.backends import get_backend
 from sbprof.transducer.backends.base import Backend

@@ -12,7 +12,7 @@ now (``ConfigError``: the run stops, exit code 2) or a job that cannot be set
 up (anything else: its items are recorded as errors). An item that raises
 ``ConfigError`` is bad input too: the run stops there.
 
-Only the standard library, :mod:`sbprof.record` and :mod:`sbprof.errors`
+Only the standard library, :mod:`sbprof.record` and :mod:`sbprof.base.errors`
 (both pure) are imported at the top, so a worker can run under another
 interpreter (an older torch for a backend that needs it).
 """
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Type
 
-from sbprof.errors import ConfigError, failure_status
+from sbprof.base.errors import ConfigError, failure_status
 from sbprof.record import Cell, Measurement
 from sbprof.workers.protocol import Channel, one_line, serve
 
@@ -45,7 +45,7 @@ class CellWorker:
     def setup(self) -> Dict[str, Any]:
         """Load what every item needs; return what the ``loaded`` event reports (e.g. the sample rate).
 
-        Raise :class:`~sbprof.errors.ConfigError` for bad input found only now, :class:`SetupError` (or
+        Raise :class:`~sbprof.base.errors.ConfigError` for bad input found only now, :class:`SetupError` (or
         anything) when the batch cannot be done here. Under ``extra``, what the records of items whose worker
         later dies should still say (e.g. a check that passed).
         """
@@ -57,7 +57,7 @@ class CellWorker:
 
     def failed(self, item: Dict[str, Any], exc: BaseException) -> Dict[str, Any]:
         """The record of an item that raised (a batch that adds figures overrides this)."""
-        from sbprof.env import collect_env
+        from sbprof.measuring.env import collect_env
 
         return Measurement(label=item["label"], cell=Cell.from_dict(item["cell"]), status=failure_status(exc),
                            message=one_line(exc), settings=dict(item.get("settings", {})),

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
-from sbprof.errors import ConfigError, MeasurementError
+from sbprof.base.errors import ConfigError, MeasurementError
 
 # The folder holding the sbprof package: another interpreter finds sbprof there.
 SBPROF_ROOT = str(Path(__file__).resolve().parents[2])

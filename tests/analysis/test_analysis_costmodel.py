@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from sbprof.analysis.costmodel import CostPoint, fit_cost_model, held_out_errors, predict, reach, validate_held_out
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 
 BATCHES = (1, 2, 4, 8)
 SECONDS = (1, 2, 5, 8, 16)

@@ -6,7 +6,7 @@ import pytest
 
 from compare_fakes import record, results_of
 from sbprof.analysis.gate import WITHIN_RUN, describe_row, gate, min_runs
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 
 # Run levels spread like between-process noise here (CV ~5-10%); calls scatter +-1% inside a run.
 LEVELS = [0.92, 0.95, 0.98, 1.0, 1.01, 1.03, 1.06, 1.09]

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from sbprof.analysis.growth import choose_growth_law, crossovers, fit_growth_form
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 
 SIZES = [1, 2, 4, 8, 16, 32, 64]
 

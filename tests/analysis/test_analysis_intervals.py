@@ -6,7 +6,7 @@ import pytest
 
 from sbprof.analysis.intervals import (PRIOR_DF, RepeatPolicy, SpreadPrior, interval_over_runs, outlier_runs,
                                       summarise_runs, typical_interval)
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 
 
 def test_hand_computed_interpolated_interval():

@@ -4,7 +4,7 @@ import pytest
 from scipy.stats import linregress
 
 from sbprof.analysis.lsq import fit_linear, t_quantile
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 
 
 def test_t_quantile_matches_tables():

@@ -7,7 +7,7 @@ import pytest
 from scipy.stats import mannwhitneyu
 
 from sbprof.analysis.verdict import compare_runs, mann_whitney_cdf, run_statistic
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 
 
 @pytest.mark.parametrize("m,n", [(1, 3), (3, 4), (5, 2), (4, 4)])

@@ -25,7 +25,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import sbprof
 from sbprof import profile_optimiser, report_memory, report_time
-from sbprof.events import peak_per_window
+from sbprof.measuring.events import peak_per_window
 
 STEPS = 10
 RECORDED = range(3, 8)  # the default schedule records the 4th to 8th steps

@@ -10,7 +10,7 @@ from torch.profiler import ProfilerAction, record_function
 
 from sbprof import (MeasurementError, events_diff, export, profile, profile_analyst, profile_optimiser,
                     report_memory, report_time, step)
-from sbprof.events import is_operator, peak_per_window
+from sbprof.measuring.events import is_operator, peak_per_window
 
 PEAK = 32 * MiB
 

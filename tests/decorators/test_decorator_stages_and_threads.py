@@ -6,7 +6,7 @@ import time
 import pytest
 
 import sbprof
-from sbprof.errors import MeasurementError
+from sbprof.base.errors import MeasurementError
 from decorator_brains import data, make_brain
 
 

@@ -12,7 +12,7 @@ import sbprof.distributed.merge as merge_module
 from sbprof.cli.compare import main as cli
 from sbprof.distributed.merge import find_run, merge_run
 from sbprof.distributed.rankfile import RankWriter, rank_file, rank_files, read_rank_file
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 from torchrun_tools import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))

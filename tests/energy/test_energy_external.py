@@ -5,10 +5,10 @@ from datetime import datetime
 import numpy as np
 import pytest
 
-from sbprof.energy.external import attach_meter, integrate_power, load_power_csv
-from sbprof.energy.meter import EnergyMeter
+from sbprof.measuring.energy.external import attach_meter, integrate_power, load_power_csv
+from sbprof.measuring.energy.meter import EnergyMeter
 from sbprof.record.measurement import Energy
-from sbprof.errors import ConfigError, MeasurementError
+from sbprof.base.errors import ConfigError, MeasurementError
 
 
 def write_csv(path, rows, header="timestamp,watts"):

@@ -5,9 +5,9 @@ import types
 import pytest
 import torch
 
-from sbprof.energy.meter import EnergyMeter
-from sbprof.energy.nvml import NvmlCounter
-from sbprof.errors import BackendUnavailable
+from sbprof.measuring.energy.meter import EnergyMeter
+from sbprof.measuring.energy.nvml import NvmlCounter
+from sbprof.base.errors import BackendUnavailable
 
 
 class FakeNvml(types.ModuleType):

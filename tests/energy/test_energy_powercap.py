@@ -5,10 +5,10 @@ import time
 import pytest
 import torch
 
-from sbprof.energy import powercap
-from sbprof.energy.meter import EnergyMeter
-from sbprof.energy.powercap import RaplCounter, counter_delta_uj, find_rapl_zones
-from sbprof.errors import BackendUnavailable, MeasurementError
+from sbprof.measuring.energy import powercap
+from sbprof.measuring.energy.meter import EnergyMeter
+from sbprof.measuring.energy.powercap import RaplCounter, counter_delta_uj, find_rapl_zones
+from sbprof.base.errors import BackendUnavailable, MeasurementError
 
 MAX = 262_143_328_850  # a real package's max_energy_range_uj
 

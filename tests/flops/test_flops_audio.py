@@ -6,9 +6,9 @@ import types
 import pytest
 import torch
 
-from sbprof.errors import ConfigError
-from sbprof.flops import FlopCount, count_flops, count_interface_flops, per_audio_second
-from sbprof.interfaces import InterfaceSpec
+from sbprof.base.errors import ConfigError
+from sbprof.measuring.flops import FlopCount, count_flops, count_interface_flops, per_audio_second
+from sbprof.models.interfaces import InterfaceSpec
 
 
 class FrameASR:

@@ -1,6 +1,6 @@
 """count_flops on real modules, forward and forward + backward, against hand counts.
 
-Hand counts follow the conventions of sbprof.flops.formulas: FLOPs = 2 x MACs
+Hand counts follow the conventions of sbprof.measuring.flops.formulas: FLOPs = 2 x MACs
 plus the non-product work (bias adds, scaling, softmax 5 per score...).
 """
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 import torch
 import torch.nn.modules.module as nn_module
 
-from sbprof.errors import ConfigError
-from sbprof.flops import FlopCounter, UntrackedOperatorWarning, count_flops
+from sbprof.base.errors import ConfigError
+from sbprof.measuring.flops import FlopCounter, UntrackedOperatorWarning, count_flops
 
 
 class Fn(torch.nn.Module):
@@ -162,7 +162,7 @@ def test_untracked_operator_is_reported_by_name_and_warned_once():
 
 
 def test_failing_formula_is_reported_not_raised(monkeypatch):
-    from sbprof.flops import counter
+    from sbprof.measuring.flops import counter
 
     def broken(args, kwargs, out):
         raise IndexError("schema changed")
@@ -268,7 +268,7 @@ def test_errors_are_clear():
 def test_result_round_trips_through_json():
     import json
 
-    from sbprof.flops import FlopCount
+    from sbprof.measuring.flops import FlopCount
     c = count_flops(torch.nn.Linear(4, 2), torch.ones(3, 4), backward=True)
     again = FlopCount.from_dict(json.loads(json.dumps(c.to_dict())))
     assert again == c and again.to_dict()["total_flops"] == c.total_flops

@@ -12,9 +12,9 @@ import math
 import pytest
 import torch
 
-from sbprof.flops import FlopCounter
-from sbprof.flops.attention import attention_cost
-from sbprof.flops.formulas import FORMULAS, NO_FLOPS, formula_for
+from sbprof.measuring.flops import FlopCounter
+from sbprof.measuring.flops.attention import attention_cost
+from sbprof.measuring.flops.formulas import FORMULAS, NO_FLOPS, formula_for
 
 aten = torch.ops.aten
 

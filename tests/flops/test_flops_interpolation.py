@@ -1,6 +1,6 @@
 """Upsampling (``nn.Upsample`` / ``F.interpolate``) against hand counts, forward and backward.
 
-Convention (``sbprof.flops.interpolation``): an output element is interpolated
+Convention (``sbprof.measuring.flops.interpolation``): an output element is interpolated
 from 2 taps per dimension (linear) or 4 (cubic), the dimensions nested as in
 ATen's CPU kernel; a tap costs a multiply by its weight, taps are summed.
 Backward spreads each gradient element over its taps: per tap the product of
@@ -14,8 +14,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from sbprof.flops import count_flops
-from sbprof.flops.formulas import FORMULAS, NO_FLOPS
+from sbprof.measuring.flops import count_flops
+from sbprof.measuring.flops.formulas import FORMULAS, NO_FLOPS
 
 aten = torch.ops.aten
 

@@ -6,9 +6,9 @@ import time
 import pytest
 import torch
 
-from sbprof.errors import BackendUnavailable, ConfigError
-from sbprof.flops import Peak, achieved, gpu_peak, measure_cpu_peak
-from sbprof.flops.peak import datasheet_peak
+from sbprof.base.errors import BackendUnavailable, ConfigError
+from sbprof.measuring.flops import Peak, achieved, gpu_peak, measure_cpu_peak
+from sbprof.measuring.flops.peak import datasheet_peak
 
 
 def test_achieved_is_flops_over_time_and_share_of_peak():

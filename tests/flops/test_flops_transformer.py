@@ -15,7 +15,7 @@ import warnings
 import pytest
 import torch
 
-from sbprof.flops import count_flops
+from sbprof.measuring.flops import count_flops
 
 D, HEADS, FFN = 16, 4, 32
 

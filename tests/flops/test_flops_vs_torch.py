@@ -34,7 +34,7 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from sbprof.flops import count_flops
+from sbprof.measuring.flops import count_flops
 
 BOTH_COUNT = {"aten.mm", "aten.addmm", "aten.bmm", "aten.baddbmm", "aten.convolution", "aten.convolution_backward"}
 

@@ -13,8 +13,8 @@ import warnings
 import pytest
 import torch
 
-from sbprof.flops import count_flops
-from sbprof.flops.formulas import FORMULAS
+from sbprof.measuring.flops import count_flops
+from sbprof.measuring.flops.formulas import FORMULAS
 from test_flops_counter import Fn
 
 aten = torch.ops.aten

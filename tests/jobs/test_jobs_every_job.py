@@ -16,7 +16,7 @@ import torch
 from fake_interfaces import use_test_environment
 from job_configs import COUNT_JOBS, ROOT, SCRIPT_JOBS, TESTS, YAML_JOBS, argv_of, expected_records
 from sbprof.cli import main
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 from sbprof.jobs.registry import JOBS, get_job
 from sbprof.results import RESULTS_FILE
 

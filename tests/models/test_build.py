@@ -11,7 +11,7 @@ import pytest
 import soundfile
 import torch
 
-from sbprof.interfaces import make_call, resolve_interface
+from sbprof.models.interfaces import make_call, resolve_interface
 from sbprof.models import build as build_module
 from sbprof.models import (
     LOCAL_MODELS,

@@ -26,9 +26,9 @@ import pytest
 import torch
 
 from modules_models import SLEPT, Chain, Sleeper, run_conformer, speechbrain_conformer, torchaudio_conformer
-from sbprof.errors import MeasurementError
-from sbprof.modules import ModuleAttribution
-from sbprof.modules.attribution import BACKWARD_LABEL, FORWARD_LABEL
+from sbprof.base.errors import MeasurementError
+from sbprof.measuring.modules import ModuleAttribution
+from sbprof.measuring.modules.attribution import BACKWARD_LABEL, FORWARD_LABEL
 from sbprof.analysis.train import breakdown_steps
 from sbprof.report.modules_markdown import render_breakdown
 

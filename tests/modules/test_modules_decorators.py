@@ -11,8 +11,8 @@ from decorator_brains import data  # noqa: E402
 
 from modules_models import Sleeper  # noqa: E402
 from sbprof import profile  # noqa: E402
-from sbprof.errors import ConfigError  # noqa: E402
-from sbprof.modules import ModuleAttribution  # noqa: E402
+from sbprof.base.errors import ConfigError  # noqa: E402
+from sbprof.measuring.modules import ModuleAttribution  # noqa: E402
 
 SLEEP_S = 0.02
 
@@ -65,5 +65,5 @@ def test_a_function_takes_a_ready_attribution():
     for _ in range(3):
         train_step(torch.randn(2, 4))
     assert attribution.breakdown("train_step").steps == 3 and not model[0]._forward_hooks
-    with pytest.raises(ConfigError, match="needs a ready sbprof.modules.ModuleAttribution"):
+    with pytest.raises(ConfigError, match="needs a ready sbprof.measuring.modules.ModuleAttribution"):
         profile(lambda: None, modules="default")

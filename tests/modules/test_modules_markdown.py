@@ -1,5 +1,5 @@
 """The breakdown tables: nesting, units, CUDA and memory tables only when measured."""
-from sbprof.modules.result import ModuleBreakdown, ModuleRow
+from sbprof.measuring.modules.result import ModuleBreakdown, ModuleRow
 from sbprof.analysis.train import breakdown_steps
 from sbprof.report.modules_markdown import render_breakdown
 

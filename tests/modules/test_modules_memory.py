@@ -1,7 +1,7 @@
 """Per-module memory from torch's MemTracker against known sizes."""
 import torch
 
-from sbprof.modules.memory import module_memory
+from sbprof.measuring.modules.memory import module_memory
 
 MiB = 2 ** 20
 

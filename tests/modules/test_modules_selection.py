@@ -3,8 +3,8 @@ import pytest
 import torch
 
 from modules_models import speechbrain_conformer, torchaudio_conformer
-from sbprof.errors import ConfigError
-from sbprof.modules.selection import compile_glob, default_selection, select_modules
+from sbprof.base.errors import ConfigError
+from sbprof.measuring.modules.selection import compile_glob, default_selection, select_modules
 
 
 @pytest.mark.parametrize("pattern, name, matches", [

@@ -1,5 +1,5 @@
 """Boundary times to per-module times, on made-up timelines (the ground truth is the arithmetic)."""
-from sbprof.modules.timeline import (END_OF_BACKWARD, BackwardMark, Call, StepTimeline, backward_self, label_times,
+from sbprof.measuring.modules.timeline import (END_OF_BACKWARD, BackwardMark, Call, StepTimeline, backward_self, label_times,
                                      owner_of, top_level_time)
 
 

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from sbprof.modules.wrapping import wrap_forward
+from sbprof.measuring.modules.wrapping import wrap_forward
 
 
 def test_enter_and_leave_run_around_forward_and_undo_restores_the_class_method():

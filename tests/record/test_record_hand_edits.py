@@ -21,7 +21,7 @@ from job_configs import argv_of  # noqa: E402
 from fake_interfaces import use_test_environment  # noqa: E402
 from refusals import assert_refused  # noqa: E402
 from sbprof.cli import main  # noqa: E402
-from sbprof.errors import ConfigError  # noqa: E402
+from sbprof.base.errors import ConfigError  # noqa: E402
 from sbprof.results import RESULTS_FILE, load_results  # noqa: E402
 
 

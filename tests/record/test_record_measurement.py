@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 from sbprof.record import Cell, Counts, Energy, Env, Measurement, MemoryPeak
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from sbprof.analysis.sweep import analyse
 from sbprof.jobs.render import render_only
-from sbprof.predictions import held_out_validation
+from sbprof.analysis.predictions import held_out_validation
 from sbprof.record import Cell, Env, Measurement, MemoryPeak
 from sbprof.report import cells_csv, sweep_markdown
 from sbprof.report.cells_csv import COLUMNS

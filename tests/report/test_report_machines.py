@@ -5,7 +5,7 @@ import pytest
 
 from compare_fakes import record, results_of
 from sbprof.analysis.machines import analyse_machines
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 from sbprof.record import Cell, Measurement
 from sbprof.report import machines as report
 from sbprof.report.machines import environment_text

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 from sbprof.results import files as files_module
 from sbprof.results.files import SpaceReserve, prepare_output_folder
 from sbprof.results.lock import FolderInUse, FolderLock

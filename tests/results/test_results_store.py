@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from sbprof.errors import ConfigError
-from sbprof.figures import cell_figures
+from sbprof.base.errors import ConfigError
+from sbprof.analysis.figures import cell_figures
 from sbprof.record import Cell, Env, Measurement, MemoryPeak
 from sbprof.results import files as files_module
 from sbprof.results.store import RESULTS_FILE, Results, ResultStore, StorageError, load_results

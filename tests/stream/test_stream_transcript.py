@@ -13,7 +13,7 @@ from stream_configs import write_stream_yaml
 from sbprof.cli import main
 from sbprof.models.build import load_local_model
 from sbprof.results import RESULTS_FILE
-from sbprof.yamlconfig import shipped_example
+from sbprof.base.yamlconfig import shipped_example
 
 SECONDS = 2
 

@@ -7,12 +7,12 @@ import pytest
 import torch
 
 from fake_interfaces import replace_in_file, write_model_folder, write_sweep_yaml
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 from sbprof.cli.overrides import parse_command_line
 from sbprof.jobs.preamble import FLAGS, VALUES, default_cpu_threads
 from sbprof.sweep.config import load_config
 from sbprof.sweep.schema import SCHEMA
-from sbprof.yamlconfig import shipped_example
+from sbprof.base.yamlconfig import shipped_example
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = shipped_example()

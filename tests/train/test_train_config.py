@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 from sbprof.train.config import load_config
 
 ROOT = Path(__file__).resolve().parents[2]

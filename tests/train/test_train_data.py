@@ -2,7 +2,7 @@
 import torch
 
 from sbprof.train.data import FRAME_S, mock_batches
-from sbprof.utterances import sample_shapes
+from sbprof.models.utterances import sample_shapes
 
 
 def test_lengths_and_token_counts_are_the_scaled_shapes():

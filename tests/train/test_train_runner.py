@@ -4,7 +4,7 @@ import json
 import pytest
 import torch
 
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 from sbprof.jobs.registry import get_job
 from sbprof.jobs.runner import run_config
 from sbprof.results import load_results

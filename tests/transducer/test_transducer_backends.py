@@ -10,7 +10,7 @@ import torch
 from sbprof.transducer.backends import all_backends, get_backend
 from sbprof.transducer.backends.base import Backend
 from sbprof.transducer.check import check_backend
-from sbprof.transducer.reference import rnnt_loss_reference
+from sbprof.transducer.backends.reference import rnnt_loss_reference
 from transducer_workers import one_step_item, run_items
 
 EXPECTED = {"reference", "torchaudio", "k2", "k2_pruned", "fast_rnnt", "optimized_transducer", "warprnnt_numba",

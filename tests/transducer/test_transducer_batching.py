@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 from sbprof.transducer.batching import Batch, bucket_batches, fixed_batches, padding_summary
-from sbprof.utterances import sample_shapes
+from sbprof.models.utterances import sample_shapes
 
 SHAPES = sample_shapes(503, seed=3)
 

@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 
 from sbprof.cli.overrides import parse_command_line
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 from sbprof.jobs.preamble import FLAGS, VALUES
 from sbprof.transducer.config import SCHEMA, load_config
 
-RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "transducer.yaml"
+RECIPE = Path(__file__).resolve().parents[2] / "transducer.yaml"
 
 
 def from_command_line(*args):
@@ -90,7 +90,7 @@ def test_recipe_script_stops_on_a_bad_key_with_one_line_and_exit_code_2():
     import subprocess
     import sys
 
-    root = RECIPE.parents[1]
+    root = RECIPE.parent
     done = subprocess.run([sys.executable, "recipes/transducer.py", str(RECIPE), "--vocab", "10"],
                           capture_output=True, text=True, cwd=root,
                           env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})

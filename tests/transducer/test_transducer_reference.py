@@ -6,7 +6,7 @@ import itertools
 import pytest
 import torch
 
-from sbprof.transducer.reference import rnnt_loss_reference
+from sbprof.transducer.backends.reference import rnnt_loss_reference
 
 
 def brute_force(logits, targets, t_len, u_len, blank):

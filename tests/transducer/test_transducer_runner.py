@@ -10,7 +10,7 @@ import pytest
 
 from sbprof.analysis.transducer import analyse
 from sbprof.cli import main as sbprof_main
-from sbprof.errors import ConfigError
+from sbprof.base.errors import ConfigError
 from sbprof.jobs.preamble import Preamble, Repeats
 from sbprof.jobs.registry import get_job
 from sbprof.jobs.runner import run_config

@@ -5,7 +5,7 @@ import pytest
 
 from sbprof.transducer.backends import get_backend
 from sbprof.transducer.search import search_largest
-from sbprof.utterances import sample_shapes
+from sbprof.models.utterances import sample_shapes
 from sbprof.transducer.shapes import scale_shapes
 from sbprof.transducer.worker import Stepper, run_search
 

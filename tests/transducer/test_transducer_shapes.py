@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 
-from sbprof.errors import ConfigError
-from sbprof import utterances as synthetic
+from sbprof.base.errors import ConfigError
+from sbprof.models import utterances as synthetic
 from sbprof.transducer.shapes import (
     frames_after_subsampling, load_shape_file, load_shapes, scale_shapes, shapes_from_csv, shapes_from_lhotse,
 )

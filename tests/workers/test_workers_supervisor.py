@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sbprof.errors import MeasurementError
+from sbprof.base.errors import MeasurementError
 from sbprof.workers.supervisor import SETUP_TIMEOUT_MIN_S, Supervisor, WorkerJob
 
 HERE = Path(__file__).resolve().parent

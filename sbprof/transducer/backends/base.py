@@ -3,7 +3,7 @@
 A backend adapts one library to the benchmark's convention: :meth:`Backend.loss`
 takes padded logits ``(N, T, U+1, V)`` and returns the per-utterance losses
 ``-log P(y_n | x_n)`` (nats, not normalised; see
-:mod:`sbprof.transducer.reference`), differentiable with respect to the
+:mod:`sbprof.transducer.backends.reference`), differentiable with respect to the
 logits. :meth:`Backend.train_loss` is what one benchmark step computes from a
 :class:`~sbprof.transducer.inputs.JointBatch`; by default it runs the joiner on
 the full lattice and calls :meth:`loss`, and backends with a cheaper training

@@ -1,0 +1,180 @@
+"""What per-module attribution returns: one row per module, per step on average; plain data.
+
+Times are milliseconds per step (the mean over the reported steps, so rows
+add up: a label's total is its self time plus its inner labels' totals, and
+the outermost labels plus ``(other)`` make the step). ``share`` is a row's
+total over the step time. Backward figures are ``None`` when no backward ran
+(never a 0 that reads as "free"); CUDA figures are ``None`` off CUDA.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Dict, List, Optional, Sequence
+
+from sbprof.base.errors import ConfigError
+from sbprof.measuring.modules.timeline import LabelTimes, StepTimeline, label_times, top_level_time
+
+OTHER = "(other)"
+"""The row holding the step's time outside every selected module and optimiser step."""
+OPTIMIZER = "optimizer"
+
+
+@dataclass
+class ModuleRow:
+    """Times of one label (a module's qualified name, ``optimizer`` or ``(other)``), ms per step."""
+
+    label: str
+    type: str
+    depth: int
+    calls: float
+    total_ms: float
+    share: float
+    forward_ms: Optional[float] = None
+    forward_self_ms: Optional[float] = None
+    backward_ms: Optional[float] = None
+    backward_self_ms: Optional[float] = None
+    cuda_total_ms: Optional[float] = None
+    cuda_share: Optional[float] = None
+    cuda_forward_ms: Optional[float] = None
+    cuda_forward_self_ms: Optional[float] = None
+    cuda_backward_ms: Optional[float] = None
+    cuda_backward_self_ms: Optional[float] = None
+    memory: Optional[Dict[str, int]] = None
+
+
+@dataclass
+class ModuleBreakdown:
+    """Per-module times of the steps of one name (see the module docstring).
+
+    Example
+    -------
+    >>> b = ModuleBreakdown("train", "light", 2, [10.0, 12.0], rows=[ModuleRow("enc", "Enc", 0, 1.0, 8.0, 0.73)])
+    >>> b.step_ms, b.row("enc").share, ModuleBreakdown.from_dict(b.to_dict()) == b
+    (11.0, 0.73, True)
+    """
+
+    step: str
+    mode: str
+    steps: int
+    step_ms_samples: List[float]
+    cuda_step_ms_samples: Optional[List[float]] = None
+    rows: List[ModuleRow] = field(default_factory=list)
+    never_ran: List[str] = field(default_factory=list)
+    memory_peak: Optional[Dict[str, int]] = None
+    memory_note: Optional[str] = None
+    note: Optional[str] = None
+
+    @property
+    def step_ms(self) -> float:
+        """Mean step time, ms (the denominator of ``share``)."""
+        return sum(self.step_ms_samples) / len(self.step_ms_samples)
+
+    def row(self, label: str) -> ModuleRow:
+        """The row of ``label``."""
+        for row in self.rows:
+            if row.label == label:
+                return row
+        raise ConfigError(f"no row {label!r}; rows: {', '.join(r.label for r in self.rows)}")
+
+    def add_memory(self, rows: Dict[str, Dict[str, int]], peak: Dict[str, int], note: Optional[str] = None) -> None:
+        """Put per-module memory (:func:`sbprof.measuring.modules.memory.module_memory`) beside the times."""
+        for row in self.rows:
+            row.memory = rows.get(row.label)
+        self.memory_peak = dict(peak)
+        self.memory_note = note
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON-ready plain data."""
+        data = asdict(self)
+        data["step_ms"] = self.step_ms
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "ModuleBreakdown":
+        """Inverse of :meth:`to_dict`."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["rows"] = [ModuleRow(**row) for row in data.get("rows", ())]
+        return cls(**values)
+
+
+def nesting_depth(names: Sequence[str]) -> Dict[str, int]:
+    """How many of the other names are ancestors of each name (its indentation).
+
+    Example
+    -------
+    >>> nesting_depth(["enc", "enc.layers.0", "enc.layers.0.ffn", "dec"])
+    {'enc': 0, 'enc.layers.0': 1, 'enc.layers.0.ffn': 2, 'dec': 0}
+    """
+    chosen = set(names)
+    depth = {}
+    for name in names:
+        parts = name.split(".")
+        depth[name] = sum(".".join(parts[:i]) in chosen for i in range(1, len(parts)))
+    return depth
+
+
+def _summed(timelines: Sequence[StepTimeline]) -> Dict[str, LabelTimes]:
+    total: Dict[str, LabelTimes] = {}
+    for timeline in timelines:
+        for label, times in label_times(timeline).items():
+            total.setdefault(label, LabelTimes()).add(times)
+    return total
+
+
+def _optimizer_time(timelines: Sequence[StepTimeline]) -> float:
+    return sum(float(end - start) for t in timelines for _, start, end in t.spans)
+
+
+def build_breakdown(step: str, mode: str, names: Sequence[str], types: Dict[str, str],
+                    host: Sequence[StepTimeline], cuda: Optional[Sequence[StepTimeline]] = None) -> ModuleBreakdown:
+    """Rows from the timelines of several steps: host clock in ns, CUDA clock in ms.
+
+    Example
+    -------
+    >>> from sbprof.measuring.modules.timeline import Call
+    >>> t = StepTimeline("s", 0, 10_000_000, calls=[Call("a", None, 0, 4_000_000)], seq_starts=[0], seq_owners=[None])
+    >>> b = build_breakdown("s", "light", ["a"], {"a": "Linear"}, [t])
+    >>> b.row("a").forward_ms, b.row("a").backward_ms, b.row("(other)").total_ms
+    (4.0, None, 6.0)
+    """
+    n = len(host)
+    # Rows in the order modules first ran (registration order can differ from execution order).
+    first = {c.name: i for i, c in reversed(list(enumerate(c for t in host for c in t.calls)))}
+    names = sorted(names, key=lambda name: first.get(name, len(first)))
+    depth = nesting_depth([name for name in names if name in first])
+    clocks = [("", host, 1e6)] + ([("cuda_", cuda, 1.0)] if cuda is not None else [])
+    rows: Dict[str, ModuleRow] = {}
+    extra_rows: Dict[str, ModuleRow] = {}
+    for prefix, timelines, per_ms in clocks:
+        step_ms = [float(t.end - t.start) / per_ms for t in timelines]
+        mean_step = sum(step_ms) / n
+        has_backward = any(t.marks for t in timelines)
+        summed = _summed(timelines)
+        for name in names:
+            times = summed.get(name)
+            if times is None:
+                continue
+            row = rows.setdefault(name, ModuleRow(name, types.get(name, ""), depth[name], times.calls / n, 0.0, 0.0))
+            forward, backward = times.forward / per_ms / n, times.backward / per_ms / n
+            total = forward + (backward if has_backward else 0.0)
+            values = {"total_ms": total, "share": total / mean_step if mean_step else 0.0,
+                      "forward_ms": forward, "forward_self_ms": times.forward_self / per_ms / n}
+            if has_backward:
+                values.update(backward_ms=backward, backward_self_ms=times.backward_self / per_ms / n)
+            for key, value in values.items():
+                setattr(row, prefix + key, value)
+        optimizer = _optimizer_time(timelines) / per_ms / n
+        other = mean_step - sum(top_level_time(t) for t in timelines) / per_ms / n
+        for label, value, calls in ((OPTIMIZER, optimizer, sum(len(t.spans) for t in timelines) / n),
+                                    (OTHER, other, 0.0)):
+            if label == OPTIMIZER and not calls:
+                continue
+            row = extra_rows.setdefault(label, ModuleRow(label, "", 0, calls, 0.0, 0.0))
+            setattr(row, prefix + "total_ms", value)
+            setattr(row, prefix + "share", value / mean_step if mean_step else 0.0)
+    return ModuleBreakdown(
+        step=step, mode=mode, steps=n, step_ms_samples=[float(t.end - t.start) / 1e6 for t in host],
+        cuda_step_ms_samples=[float(t.end - t.start) for t in cuda] if cuda is not None else None,
+        rows=list(rows.values()) + list(extra_rows.values()),
+        never_ran=[name for name in names if name not in rows])
