@@ -41,7 +41,7 @@ class JobEntry:
         ``plan`` (``Plan(config)``, see :class:`sbprof.jobs.plan.Plan`).
     summary : str
         Names ``sbprof.analysis.<summary>`` (``analyse(results) -> summary``) and ``sbprof.report.<summary>``
-        (``write_reports(summary, folder) -> {name: path}``).
+        (``render(summary) -> {file name: content}``, written by :mod:`sbprof.jobs.render`).
     derive, summarise : str, optional
         ``derive(record)``: figures written beside each record of ``results.json``; ``summarise(results)``: its
         ``summary`` block.
@@ -71,7 +71,7 @@ class JobEntry:
         """The object one of the entry's parts names (imported now): ``config``, ``schema``, ``plan``,
         ``analyse``, ``render``, or an optional part (``None`` when the job has none)."""
         conventions = {"plan": f"{self.package}.plan:Plan", "analyse": f"sbprof.analysis.{self.summary}:analyse",
-                       "render": f"sbprof.report.{self.summary}:write_reports"}
+                       "render": f"sbprof.report.{self.summary}:render"}
         if not self.command_line:
             conventions.update(config=f"{self.package}.config:load_config", schema=f"{self.package}.config:SCHEMA")
         value = conventions.get(part, getattr(self, part, None))

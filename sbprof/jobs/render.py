@@ -8,21 +8,49 @@ folder written by another job than the command names is refused.
 """
 from __future__ import annotations
 
+import inspect
 import os
-
 from pathlib import Path
 from typing import Dict, Optional, Union
 
 from sbprof.jobs.registry import JobEntry, get_job
 from sbprof.results import RESULTS_FILE, Results, StorageError, load_results
+from sbprof.results.files import atomic_write
 from sbprof.base.errors import ConfigError
 
 
+Files = Dict[str, Union[str, bytes]]
+"""What a renderer returns: each file's name relative to the results folder (``report.md``, ``plots/x.png``) and
+its content, in the order they are listed."""
+
+
+def write_files(files: Files, folder: Union[str, Path]) -> Dict[str, Path]:
+    """Write each rendered file under ``folder`` atomically (readers see the old file or the new one).
+
+    Example
+    -------
+    >>> import tempfile
+    >>> written = write_files({"report.md": "# r\\n", "plots/a.png": b"\\x89PNG"}, tempfile.mkdtemp())
+    >>> sorted(written), written["plots/a.png"].read_bytes()
+    (['plots/a.png', 'report.md'], b'\\x89PNG')
+    """
+    written = {}
+    for name, content in files.items():
+        path = Path(folder) / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, content)
+        written[name] = path
+    return written
+
+
 def reports(entry: JobEntry, results: Results, folder: Union[str, Path]) -> Dict[str, Path]:
-    """Analyse ``results`` once and write the job's reports into ``folder``; return what was written."""
+    """Analyse ``results`` once, render the job's files from that summary and write them into ``folder``."""
     summary = entry.load("analyse")(results)
+    render = entry.load("render")
     try:
-        return entry.load("render")(summary, Path(folder))
+        if len(inspect.signature(render).parameters) == 2:  # TRANSITION: a renderer that still writes its files
+            return render(summary, Path(folder))
+        return write_files(render(summary), folder)
     except OSError as exc:
         raise StorageError(f"cannot write the reports in {folder}: {exc.strerror or exc}; results.json keeps every "
                            "finished record: free some space and run the same command again (a run goes on where "

@@ -1,6 +1,6 @@
 """The reports of a comparison: markdown per setting, the records' CSV and the plots (formats a summary only).
 
-:func:`write_reports` (the compare-models job's renderer) formats
+:func:`render` (the compare-models job's renderer) formats
 one :class:`~sbprof.analysis.comparison.ComparisonSummary` in each format;
 the markdown embeds the PNGs (:mod:`sbprof.report.plot`) by relative path.
 """
@@ -15,7 +15,7 @@ from sbprof.record.cell import setting_name
 from sbprof.report.cells_csv import render_csv
 from sbprof.report.format import plural, sig3, status_text, table
 from sbprof.report.plot import Line, growth_label, render_series_plots
-from sbprof.results.files import atomic_write_text
+from sbprof.results.files import atomic_write
 from sbprof.base.stats import METRICS
 
 REPORT_FILE = "report.md"
@@ -174,7 +174,7 @@ def setting_label(setting: CompareSetting) -> str:
     return f"{setting.device}, {plural(setting.threads, 'thread')}"
 
 
-def write_reports(summary: ComparisonSummary, folder: Union[str, Path]) -> Dict[str, Path]:
+def render(summary: ComparisonSummary, folder: Union[str, Path]) -> Dict[str, Path]:
     """Write ``report.md``, ``results.csv`` and the plots into ``folder``; return their paths."""
     folder = Path(folder)
     m = summary.machine
@@ -193,6 +193,6 @@ def write_reports(summary: ComparisonSummary, folder: Union[str, Path]) -> Dict[
         embedded[setting_label(setting)] = {n: str(p.relative_to(folder)) for n, p in plots.items()}
         written.update({f"{prefix}{n} plot": p for n, p in plots.items()})
     paths = {"report": folder / REPORT_FILE, "csv": folder / CSV_FILE}
-    atomic_write_text(paths["report"], render_comparison(summary, embedded))
-    atomic_write_text(paths["csv"], render_csv(summary.records))
+    atomic_write(paths["report"], render_comparison(summary, embedded))
+    atomic_write(paths["csv"], render_csv(summary.records))
     return {**paths, **written}

@@ -13,7 +13,7 @@ from tabulate import tabulate
 from sbprof.analysis.counts import CountsSummary
 from sbprof.report.format import bytes_in, sig3
 from sbprof.report.modules_markdown import display_names, render_breakdown
-from sbprof.results.files import atomic_write_text
+from sbprof.results.files import atomic_write
 
 TOP_OPERATORS = 15
 REPORT_FILE = "report.md"
@@ -127,8 +127,8 @@ def render_counts(summary: CountsSummary) -> str:
     return f"{head}\n\n{body}"
 
 
-def write_reports(summary: CountsSummary, folder: Union[str, Path]) -> Dict[str, Path]:
+def render(summary: CountsSummary, folder: Union[str, Path]) -> Dict[str, Path]:
     """Write ``report.md`` into ``folder``; return its path."""
     path = Path(folder) / REPORT_FILE
-    atomic_write_text(path, render_counts(summary))
+    atomic_write(path, render_counts(summary))
     return {"report": path}

@@ -16,7 +16,7 @@ from sbprof.analysis.rank_rows import RankRow
 from sbprof.analysis.rank_sections import SectionSummary
 from sbprof.analysis.world_scaling import ScalingRow
 from sbprof.report.format import MESSAGE_CHARS, bytes_in, plural, sig3, table
-from sbprof.results.files import atomic_write_text
+from sbprof.results.files import atomic_write
 
 REPORT_FILE = "report.md"
 CSV_FILE = "ranks.csv"
@@ -242,6 +242,6 @@ def write_run_report(run: RunSummary, folder: Union[str, Path]) -> Dict[str, Pat
     """Write ``report.md`` and ``ranks.csv`` into ``folder``."""
     folder = Path(folder)
     report, rows = folder / REPORT_FILE, folder / CSV_FILE
-    atomic_write_text(report, render_run(run))
-    atomic_write_text(rows, ranks_csv(run))
+    atomic_write(report, render_run(run))
+    atomic_write(rows, ranks_csv(run))
     return {"report": report, "ranks": rows}

@@ -15,7 +15,7 @@ from sbprof.analysis.series import VARIED
 from sbprof.report.comparison import exponent_text, latency_text, x_text
 from sbprof.report.format import plural, sig3, status_text, table
 from sbprof.report.plot import PLOT_DIR, Line, latency_figure, without_fit, write_png
-from sbprof.results.files import atomic_write_text
+from sbprof.results.files import atomic_write
 from sbprof.base.stats import METRICS
 
 REPORT_FILE = "report.md"
@@ -106,5 +106,5 @@ def write_merged_report(summary: MachinesSummary, folder: Union[str, Path]) -> D
         figure = latency_figure(lines, summary.vary, title="Latency per machine")
         plots["machines latency"] = write_png(figure, folder / PLOT_DIR / "machines-latency.png")
     path = folder / REPORT_FILE
-    atomic_write_text(path, render_merged(summary, {n: str(p.relative_to(folder)) for n, p in plots.items()}))
+    atomic_write(path, render_merged(summary, {n: str(p.relative_to(folder)) for n, p in plots.items()}))
     return {"report": path, **{f"{n} plot": p for n, p in plots.items()}}

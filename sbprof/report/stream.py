@@ -15,7 +15,7 @@ from sbprof.analysis.stream_criterion import BEHIND_SLOPE
 from sbprof.analysis.stream_summary import CapacityRow, LatencyRow, StreamSetting, StreamSummary
 from sbprof.report.format import plural, sig3, status_text, table
 from sbprof.report.stream_plot import render_stream_plots, setting_label
-from sbprof.results.files import atomic_write_text
+from sbprof.results.files import atomic_write
 
 REPORT_FILE = "report.md"
 CSV_FILE = "results.csv"
@@ -311,12 +311,12 @@ def render_csv(summary: StreamSummary) -> str:
     return buf.getvalue()
 
 
-def write_reports(summary: StreamSummary, folder: Union[str, Path]) -> Dict[str, Path]:
+def render(summary: StreamSummary, folder: Union[str, Path]) -> Dict[str, Path]:
     """Write ``report.md``, ``results.csv`` and the plots into ``folder``; return their paths."""
     folder = Path(folder)
     plots = render_stream_plots(summary, folder)
     paths = {"report": folder / REPORT_FILE, "csv": folder / CSV_FILE}
-    atomic_write_text(paths["report"], render_markdown(summary, {k: str(p.relative_to(folder))
+    atomic_write(paths["report"], render_markdown(summary, {k: str(p.relative_to(folder))
                                                                  for k, p in plots.items()}))
-    atomic_write_text(paths["csv"], render_csv(summary))
+    atomic_write(paths["csv"], render_csv(summary))
     return {**paths, **{f"plot {k}": p for k, p in plots.items()}}

@@ -14,7 +14,7 @@ from sbprof.report.counts import si
 from sbprof.report.distributed import DEFINITIONS, render_section, scaling_lines, status_lines
 from sbprof.report.format import bytes_in, sig3
 from sbprof.report.modules_markdown import display_names, render_breakdown
-from sbprof.results.files import atomic_write_text
+from sbprof.results.files import atomic_write
 
 REPORT_FILE = "report.md"
 
@@ -176,10 +176,10 @@ def distributed_lines(summary: TrainSummary) -> List[str]:
     return lines + ["Definitions:", ""] + [f"- {d}" for d in DEFINITIONS] + [""]
 
 
-def write_reports(summary: TrainSummary, folder: Union[str, Path]) -> Dict[str, Path]:
+def render(summary: TrainSummary, folder: Union[str, Path]) -> Dict[str, Path]:
     """Write ``report.md`` into ``folder``; return its path."""
     path = Path(folder) / REPORT_FILE
-    atomic_write_text(path, render_train(summary))
+    atomic_write(path, render_train(summary))
     return {"report": path}
 
 

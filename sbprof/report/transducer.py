@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Union
 
 from sbprof.analysis.transducer import BackendRow, ModeTable, TransducerSummary
 from sbprof.record import Measurement
-from sbprof.results.files import atomic_write_text
+from sbprof.results.files import atomic_write
 
 MB = 1e6
 """Bytes per MB (decimal)."""
@@ -170,9 +170,9 @@ def render_csv(summary: TransducerSummary) -> str:
     return buf.getvalue()
 
 
-def write_reports(summary: TransducerSummary, folder: Union[str, Path]) -> Dict[str, Path]:
+def render(summary: TransducerSummary, folder: Union[str, Path]) -> Dict[str, Path]:
     """Write ``report.md`` and ``results.csv`` into ``folder`` (atomically); return their paths."""
     paths = {"report": Path(folder) / REPORT_FILE, "csv": Path(folder) / CSV_FILE}
     for name, render in (("report", render_markdown), ("csv", render_csv)):
-        atomic_write_text(paths[name], render(summary))
+        atomic_write(paths[name], render(summary))
     return paths

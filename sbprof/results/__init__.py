@@ -4,9 +4,9 @@
 - :mod:`sbprof.results.lock`: one run per output folder;
 - :mod:`sbprof.results.store`: ``results.json`` (:class:`Results`, :class:`ResultStore`, :func:`load_results`).
 """
-from sbprof.results.files import atomic_write_text, prepare_output_folder
+from sbprof.results.files import atomic_write, prepare_output_folder
 from sbprof.results.lock import FolderInUse, FolderLock
 from sbprof.results.store import RESULTS_FILE, Results, ResultStore, StorageError, load_results
 
 __all__ = ["FolderInUse", "FolderLock", "RESULTS_FILE", "ResultStore", "Results", "StorageError",
-           "atomic_write_text", "load_results", "prepare_output_folder"]
+           "atomic_write", "load_results", "prepare_output_folder"]

@@ -1,6 +1,6 @@
 """Files that survive crashes, full disks and shared machines.
 
-- :func:`atomic_write_text`: readers see the old file or the new one, never a
+- :func:`atomic_write`: readers see the old file or the new one, never a
   mix, and the new one gets the permissions the user's umask gives any file
   (a bare temporary file would be 0600).
 - :func:`prepare_output_folder`: before anything is measured, the folder must
@@ -48,22 +48,22 @@ def new_file_mode() -> int:
     return 0o666 & ~_umask()
 
 
-def atomic_write_text(path: PathLike, text: str) -> None:
-    """Replace ``path`` with ``text`` so that readers see the old or the new file, never a mix.
+def atomic_write(path: PathLike, content: Union[str, bytes]) -> None:
+    """Replace ``path`` with ``content`` (text or bytes) so that readers see the old or the new file, never a mix.
 
     Example
     -------
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "r.json"
-    >>> atomic_write_text(p, "{}")
+    >>> atomic_write(p, "{}")
     >>> p.read_text(), oct(p.stat().st_mode & 0o777) == oct(new_file_mode())
     ('{}', True)
     """
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb" if isinstance(content, bytes) else "w") as f:
+            f.write(content)
             f.flush()
             os.fchmod(f.fileno(), new_file_mode())
             os.fsync(f.fileno())

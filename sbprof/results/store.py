@@ -28,7 +28,7 @@ from sbprof.base.errors import ConfigError, SbprofError
 from sbprof.base.inputfiles import read_input_file
 from sbprof.record import Cell, Measurement
 from sbprof.record.results import Results, differences
-from sbprof.results.files import DISK_FULL, SpaceReserve, atomic_write_text
+from sbprof.results.files import DISK_FULL, SpaceReserve, atomic_write
 
 RESULTS_FILE = "results.json"
 MAX_RESULTS_BYTES = 256 * 2**20
@@ -201,4 +201,4 @@ class ResultStore:
 
     def save(self) -> None:
         self.results.records = list(self._records.values())
-        atomic_write_text(self.path, json.dumps(self.results.to_dict(self.derive, self.summarise), indent=1) + "\n")
+        atomic_write(self.path, json.dumps(self.results.to_dict(self.derive, self.summarise), indent=1) + "\n")

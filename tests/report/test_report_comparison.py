@@ -5,7 +5,7 @@ from compare_fakes import record, results_of
 from sbprof.analysis.comparison import analyse
 from sbprof.analysis.gate import gate
 from sbprof.record import Energy
-from sbprof.report.comparison import render_comparison, write_reports
+from sbprof.report.comparison import render, render_comparison
 from sbprof.report.gate import render_gate
 
 SIZES = [1.0, 2.0, 4.0, 8.0]
@@ -41,7 +41,7 @@ def test_comparison_markdown_states_setup_variants_laws_points_and_energy():
 
 
 def test_reports_are_written_with_csv_and_plots(tmp_path):
-    outputs = write_reports(analyse(comparison()), tmp_path)
+    outputs = render(analyse(comparison()), tmp_path)
     assert set(outputs) == {"report", "csv", "latency plot", "memory plot"}
     assert "(plots/memory.png)" in outputs["report"].read_text()
     assert outputs["csv"].read_text().count("\n") == 1 + 9  # header + every record

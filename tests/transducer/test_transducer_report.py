@@ -19,7 +19,7 @@ def render_csv(results):
 
 
 def write_reports(results, folder):
-    return report.write_reports(analyse(results), folder)
+    return report.render(analyse(results), folder)
 
 RULES = {"vocab_size": 500, "joiner_dim": 512, "shapes": {"source": "synthetic", "scale": 8},
          "warmup": 20, "measured": 20}
