@@ -67,7 +67,7 @@ class ParamCount(Codec):
         raise ConfigError(f"model has no module named {name!r}")
 
     def to_dict(self) -> Dict[str, Any]:
-        """JSON-ready plain data, with the derived ``frozen`` and ``bytes`` for readers of the file (dropped on read)."""
+        """JSON-ready plain data, with the derived ``frozen`` and ``bytes`` for readers (dropped on read)."""
         return {**to_json(self), "frozen": self.frozen, "bytes": self.bytes}
 
 
