@@ -12,7 +12,6 @@ from tabulate import tabulate
 from sbprof.analysis.run import DEFINITIONS, OTHER, RunReport, StageFigures
 from sbprof.report.counts import si
 from sbprof.report.format import bytes_in, sig3
-from sbprof.results.files import atomic_write
 
 REPORT_FILE = "report.md"
 TOP_MODULES = 10
@@ -132,8 +131,6 @@ def render_run(report: RunReport) -> str:
     return "\n".join(lines)
 
 
-def render(report: RunReport, folder: Union[str, Path]) -> Dict[str, Path]:
-    """Write ``report.md`` into ``folder``; return its path."""
-    path = Path(folder) / REPORT_FILE
-    atomic_write(path, render_run(report))
-    return {"report": path}
+def render(report: RunReport) -> Dict[str, str]:
+    """``report.md``, by file name."""
+    return {REPORT_FILE: render_run(report)}

@@ -15,14 +15,14 @@ Built like every sbprof plot (:mod:`sbprof.report.plot`).
 """
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Dict, Optional, Union
+import io
+from typing import Dict, Optional
 
 from matplotlib.figure import Figure
 
 from sbprof.analysis.stream_summary import StreamSetting, StreamSummary
 from sbprof.report.format import plural
-from sbprof.report.plot import PLOT_DIR, finish_axes, new_figure, write_png
+from sbprof.report.plot import PLOT_DIR, finish_axes, new_figure
 
 
 def setting_label(s: StreamSetting) -> str:
@@ -103,9 +103,21 @@ def tradeoff_figure(s: StreamSetting, title: str) -> Optional[Figure]:
     return figure
 
 
-def render_stream_plots(summary: StreamSummary, folder: Union[str, Path]) -> Dict[str, Path]:
-    """The PNGs of every setting; returns ``"<kind> <setting>"`` -> path."""
-    out: Dict[str, Path] = {}
+def plot_file(kind: str, s: StreamSetting) -> str:
+    """``plots/stream-<kind>-<setting>.png``: where a setting's plot goes, relative to the results folder."""
+    return f"{PLOT_DIR}/stream-{kind}-{s.name}.png"
+
+
+def png_bytes(figure: Figure) -> bytes:
+    """The figure as PNG bytes (an in-memory buffer: the caller writes the file)."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def render_stream_plots(summary: StreamSummary) -> Dict[str, bytes]:
+    """The PNGs of every setting: file name (:func:`plot_file`) -> PNG bytes."""
+    out: Dict[str, bytes] = {}
     for s in summary.settings:
         where = setting_label(s)
         cap = s.capacity
@@ -116,5 +128,5 @@ def render_stream_plots(summary: StreamSummary, folder: Union[str, Path]) -> Dic
                                                 f"left {left}: p99 delay against streams")}
         for kind, figure in figures.items():
             if figure is not None:
-                out[f"{kind} {s.name}"] = write_png(figure, Path(folder) / PLOT_DIR / f"stream-{kind}-{s.name}.png")
+                out[plot_file(kind, s)] = png_bytes(figure)
     return out

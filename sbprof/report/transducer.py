@@ -14,7 +14,6 @@ from typing import Any, Dict, List, Optional, Union
 
 from sbprof.analysis.transducer import BackendRow, ModeTable, TransducerSummary
 from sbprof.record import Measurement
-from sbprof.results.files import atomic_write
 
 MB = 1e6
 """Bytes per MB (decimal)."""
@@ -170,9 +169,6 @@ def render_csv(summary: TransducerSummary) -> str:
     return buf.getvalue()
 
 
-def render(summary: TransducerSummary, folder: Union[str, Path]) -> Dict[str, Path]:
-    """Write ``report.md`` and ``results.csv`` into ``folder`` (atomically); return their paths."""
-    paths = {"report": Path(folder) / REPORT_FILE, "csv": Path(folder) / CSV_FILE}
-    for name, render in (("report", render_markdown), ("csv", render_csv)):
-        atomic_write(paths[name], render(summary))
-    return paths
+def render(summary: TransducerSummary) -> Dict[str, str]:
+    """``report.md`` and ``results.csv``, by file name."""
+    return {REPORT_FILE: render_markdown(summary), CSV_FILE: render_csv(summary)}
