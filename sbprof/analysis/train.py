@@ -45,9 +45,9 @@ class ParamsRow(Codec):
 
     name: str
     type: str
-    depth: int
-    total: int
-    trainable: int
+    depth: int = 1
+    total: int = 0
+    trainable: int = 0
     shared: bool = False
 
 
