@@ -30,6 +30,7 @@ class LatencyRow:
     p99_interval_ms: Optional[Tuple[float, float, bool]] = None
     margin: Optional[float] = None
     algorithmic_ms: Optional[float] = None
+    felt_ms: Optional[float] = None  # algorithmic latency + p99 steady delay: what a user waits
     delay_ms: Dict[str, float] = field(default_factory=dict)
     end_delay_ms: Dict[str, float] = field(default_factory=dict)
     delay_growth: Optional[float] = None
@@ -125,3 +126,4 @@ class StreamSummary:
     rules: Dict[str, Any]
     machine: Dict[str, Any]
     settings: List[StreamSetting]
+    loads: Optional[Tuple[float, float]] = None  # the lowest and highest 1-minute load over every setting

@@ -210,10 +210,9 @@ def _header(summary: StreamSummary) -> List[str]:
         out.append(f"Machine: {machine.get('cpu', '?')} ({machine.get('cpu_count', '?')} logical cores), "
                    f"torch {machine.get('torch', '?')}, speechbrain {machine.get('speechbrain', '?')}"
                    + (f", {machine['gpu']}" if machine.get("gpu") else "") + ".")
-    loads = [s.loads for s in summary.settings if s.loads]
-    if loads:
-        out.append(f"Machine load (1-minute load average after each cell): {min(lo for lo, _ in loads):.2f} to "
-                   f"{max(hi for _, hi in loads):.2f}.")
+    if summary.loads is not None:
+        out.append(f"Machine load (1-minute load average after each cell): {summary.loads[0]:.2f} to "
+                   f"{summary.loads[1]:.2f}.")
     return [" ".join(out), ""]
 
 

@@ -79,7 +79,7 @@ def streams_figure(s: StreamSetting, title: str) -> Optional[Figure]:
 
 def tradeoff_figure(s: StreamSetting, title: str) -> Optional[Figure]:
     """User-felt latency (algorithmic + p99 steady delay) against compute per audio second, per chunk setting."""
-    rows = [r for r in s.rows if r.streaming_rtf and r.delay_ms and r.algorithmic_ms is not None]
+    rows = [r for r in s.rows if r.streaming_rtf and r.felt_ms is not None]
     if not rows:
         return None
     fewest = min(r.streams for r in rows)
@@ -90,7 +90,7 @@ def tradeoff_figure(s: StreamSetting, title: str) -> Optional[Figure]:
     for i, left in enumerate(lefts):
         kept = sorted((r for r in rows if r.left_context == left), key=lambda r: r.chunk_size)
         x = [r.streaming_rtf for r in kept]
-        y = [r.algorithmic_ms + r.delay_ms["p99"] for r in kept]
+        y = [r.felt_ms for r in kept]
         ax.plot(x, y, marker="o", color=f"C{i % 10}", label=f"left {'unlimited' if left == -1 else left}")
         for r, xi, yi in zip(kept, x, y):
             ax.annotate(f"chunk {r.chunk_size}", (xi, yi), fontsize="x-small", xytext=(3, 3),
