@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from sbprof.analysis.breakdown import Breakdown, BreakdownSteps, breakdown_steps
-from sbprof.analysis.distributed import RunAnalysis, RunSummary, summarise_run
+from sbprof.analysis.distributed import RunAnalysis, RunSummary, rank_payload, summarise_run
 from sbprof.analysis.rank_rows import MissingRank
 from sbprof.analysis.world_scaling import ScalingRow, scaling_rows
 from sbprof.base.errors import ConfigError
@@ -62,15 +62,8 @@ class ParamsPayload(Codec):
 
 
 @dataclass(frozen=True)
-class RankPayload(Codec):
-    """A rank record's ``extra["rank"]`` (a world of a ``world_sizes`` study): the last step it ended."""
-
-    last_step: Optional[int] = None
-
-
-@dataclass(frozen=True)
 class TrainPayload(Codec):
-    """A train record's ``extra``: a single-process cell's, a rank's or a world launch's keys (each optional)."""
+    """A single-process train record's ``extra`` (each key optional)."""
 
     audio_s_per_step: List[float] = field(default_factory=list)
     flops: Optional[FlopsPayload] = None
@@ -79,9 +72,14 @@ class TrainPayload(Codec):
     modules_detailed: Optional[Breakdown] = None
     loadavg_1m: Optional[float] = None
     trace_files: List[str] = field(default_factory=list)
-    rank: Optional[RankPayload] = None
-    run_id: Optional[str] = None
-    run_folder: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class LaunchPayload(Codec):
+    """A world launch's ``extra`` (a ``world_sizes`` study): the run it launched and where its rank files are."""
+
+    run_id: str = "?"
+    run_folder: str = "?"
 
 
 def payload(m: Measurement) -> TrainPayload:
@@ -245,12 +243,12 @@ def world_runs(records: List[Measurement]) -> List[WorldRun]:
             if m.ok:
                 analysis.add_rank(m)
             else:
-                rank = payload(m).rank
-                analysis.add_missing(MissingRank(m.cell.rank, None if rank is None else rank.last_step, m.message))
-        info = payload(launch) if launch is not None else TrainPayload()
+                analysis.add_missing(MissingRank(m.cell.rank, rank_payload(m).rank.last_step, m.message))
+        info = (from_json(LaunchPayload, launch.extra, f"record {launch.label!r}: extra") if launch is not None
+                else LaunchPayload())
         backend = next((str(m.settings["distributed"].get("backend")) for m in ranks
                         if "distributed" in m.settings), "n/a")
-        summary = summarise_run(analysis, str(info.run_id or "?"), backend, str(info.run_folder or "?"))
+        summary = summarise_run(analysis, info.run_id, backend, info.run_folder)
         out.append(WorldRun(variant, device, threads, size, scaling, run, launch, summary))
     return out
 
