@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from sbprof.analysis.breakdown import Breakdown, BreakdownRow
+from sbprof.analysis.machine_facts import MachineFacts, machine_facts
 from sbprof.analysis.train import ParamsPayload, ParamsRow
 from sbprof.record import Measurement, MemoryPeak
 from sbprof.record.codec import Codec, from_json
@@ -118,14 +119,27 @@ class StageFigures:
     traces: List[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class RunRules(Codec):
+    """What was run and how (the rules' ``continue``, a Python keyword, is read as :attr:`RunReport.continued`)."""
+
+    script: Optional[str] = None
+    module: Optional[str] = None
+    args: List[str] = field(default_factory=list)
+    warmup: Optional[int] = None
+    measured: Optional[int] = None
+
+
 @dataclass
 class RunReport:
-    """Every stage of one run, with the run's rules, machine and notes."""
+    """Every stage of one run, with the run's rules, machine and notes; ``continued``: the script went on after
+    its measured steps (``--continue``)."""
 
-    rules: Dict[str, Any]
-    machine: Dict[str, Any]
+    rules: RunRules
+    machine: MachineFacts
     notes: List[str]
     stages: List[StageFigures]
+    continued: bool = False
 
 
 def _measured(m: Measurement, values: List[Any]) -> List[Any]:
@@ -176,5 +190,7 @@ def stage_figures(m: Measurement) -> StageFigures:
 
 def analyse(results: Results) -> RunReport:
     """The run's report: one :class:`StageFigures` per stage, in the order the stages first ran."""
-    return RunReport(rules=dict(results.rules), machine=dict(results.machine), notes=list(results.notes),
-                     stages=[stage_figures(m) for m in results.records])
+    return RunReport(rules=from_json(RunRules, dict(results.rules), "rules"),
+                     machine=machine_facts(results.machine) or MachineFacts(), notes=list(results.notes),
+                     stages=[stage_figures(m) for m in results.records],
+                     continued=bool(results.rules.get("continue")))

@@ -48,9 +48,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from sbprof.analysis.stream_criterion import audio_rows, budget_margin, utilisation, within_target
 from sbprof.analysis.stream_payload import payload
 from sbprof.analysis.stream_sessions import cost_growth, session_times, split_delays
-from sbprof.analysis.stream_summary import CapacityRow, LatencyRow, Probe, StreamSetting, StreamSummary
+from sbprof.analysis.machine_facts import machine_facts
+from sbprof.analysis.stream_summary import CapacityRow, LatencyRow, Probe, StreamRules, StreamSetting, StreamSummary
 from sbprof.analysis.stream_validation import check_stream_record
 from sbprof.record import Measurement
+from sbprof.record.codec import from_json
 from sbprof.record.results import Results
 from sbprof.analysis.runs import group_runs, representative
 from sbprof.base.stats import quantile
@@ -258,5 +260,6 @@ def analyse(results: Results) -> StreamSummary:
         out.append(StreamSetting(device, threads, rows, caps, offline, rtfx, loads, spread, marginal))
     model = next(iter(results.models), results.records[0].cell.model if results.records else "")
     loads = [s.loads for s in out if s.loads]
-    return StreamSummary(model=model, rules=dict(results.rules), machine=dict(results.machine), settings=out,
+    return StreamSummary(model=model, rules=from_json(StreamRules, dict(results.rules), "rules"),
+                         machine=machine_facts(results.machine), settings=out,
                          loads=(min(lo for lo, _ in loads), max(hi for _, hi in loads)) if loads else None)

@@ -9,9 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from sbprof.analysis.machine_facts import MachineFacts
 from sbprof.analysis.stream_criterion import BEHIND_SLOPE
 from sbprof.record import Measurement
 from sbprof.record.cell import setting_name
+from sbprof.record.codec import Codec
 
 
 @dataclass(frozen=True)
@@ -119,11 +121,23 @@ class StreamSetting:
 
 
 @dataclass(frozen=True)
+class StreamRules(Codec):
+    """A stream job's rules, as its report's header names them."""
+
+    utterance_s: Optional[float] = None
+    input: Optional[str] = ""
+    traffic: Optional[str] = "aligned"
+    warmup: Optional[int] = None
+    measured: Optional[int] = None
+
+
+@dataclass(frozen=True)
 class StreamSummary:
-    """Everything a stream job's reports show (see :mod:`sbprof.analysis.stream`)."""
+    """Everything a stream job's reports show (see :mod:`sbprof.analysis.stream`); ``machine``: ``None`` when the
+    file holds none."""
 
     model: str
-    rules: Dict[str, Any]
-    machine: Dict[str, Any]
+    rules: StreamRules
+    machine: Optional[MachineFacts]
     settings: List[StreamSetting]
     loads: Optional[Tuple[float, float]] = None  # the lowest and highest 1-minute load over every setting

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from sbprof.analysis.breakdown import Breakdown, BreakdownSteps, breakdown_steps
+from sbprof.analysis.machine_facts import MachineFacts, machine_facts
 from sbprof.analysis.distributed import RunAnalysis, RunSummary, rank_payload, summarise_run
 from sbprof.analysis.rank_rows import MissingRank
 from sbprof.analysis.world_scaling import ScalingRow, scaling_rows
@@ -153,6 +154,7 @@ class TrainCell:
 
     record: Measurement
     payload: TrainPayload
+    brain: str
     figures: Optional[TrainFigures]
     steps: Optional[BreakdownSteps]
     detailed_steps: Optional[BreakdownSteps]
@@ -175,6 +177,7 @@ class WorldRun:
     run: int
     launch: Optional[Measurement]
     summary: RunSummary
+    torchrun: str = "?"  # the launch's command line
 
 
 @dataclass(frozen=True)
@@ -189,11 +192,31 @@ class ScalingTable:
 
 
 @dataclass(frozen=True)
+class TrainData(Codec):
+    """The rules' ``data``: the mock-up batches."""
+
+    num_batches: Optional[int] = None
+    batch_size: Optional[int] = None
+    scale: Optional[float] = None
+    sample_rate: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class TrainRules(Codec):
+    """A training profile's rules, as its report's header names them."""
+
+    data: Optional[TrainData] = None
+    seed: Optional[int] = None
+    warmup: Optional[int] = None
+    measured: Optional[int] = None
+
+
+@dataclass(frozen=True)
 class TrainSummary:
     """Everything a training profile's report shows (see the module docstring)."""
 
-    rules: Dict[str, Any]
-    machine: Dict[str, Any]
+    rules: TrainRules
+    machine: MachineFacts
     cells: List[TrainCell]
     worlds: List[WorldRun] = field(default_factory=list)
     scaling: List[ScalingTable] = field(default_factory=list)
@@ -217,7 +240,7 @@ def train_cell(m: Measurement) -> TrainCell:
     macs = extra.flops.macs_per_step if extra.flops is not None else []
     # The load counts this process's own threads: the rest is other work on the machine.
     other = None if extra.loadavg_1m is None else extra.loadavg_1m - m.cell.threads
-    return TrainCell(record=m, payload=extra, figures=from_json(TrainFigures, figures) if figures else None,
+    return TrainCell(record=m, payload=extra, brain=str(m.settings.get("brain", "")), figures=from_json(TrainFigures, figures) if figures else None,
                      steps=breakdown_steps(extra.modules), detailed_steps=breakdown_steps(extra.modules_detailed),
                      flops=_flops_rows(extra), audio_s=sum(extra.audio_s_per_step),
                      audio_steps=len(extra.audio_s_per_step), macs_per_step=sum(macs) / len(macs) if macs else None,
@@ -249,7 +272,8 @@ def world_runs(records: List[Measurement]) -> List[WorldRun]:
         backend = next((str(m.settings["distributed"].get("backend")) for m in ranks
                         if "distributed" in m.settings), "n/a")
         summary = summarise_run(analysis, info.run_id, backend, info.run_folder)
-        out.append(WorldRun(variant, device, threads, size, scaling, run, launch, summary))
+        out.append(WorldRun(variant, device, threads, size, scaling, run, launch, summary,
+                            str(launch.settings.get("torchrun", "?")) if launch is not None else "?"))
     return out
 
 
@@ -281,5 +305,6 @@ def analyse(results: Results) -> TrainSummary:
     cells = [train_cell(m) for m in sorted(single, key=cell_sort_key)]
     worlds = world_runs([m for m in results.records if "world_size" in m.cell.params])
     cores = int(results.machine.get("cpu_count") or 1)
-    return TrainSummary(rules=dict(results.rules), machine=dict(results.machine), cells=cells, worlds=worlds,
+    return TrainSummary(rules=from_json(TrainRules, dict(results.rules), "rules"),
+                        machine=machine_facts(results.machine) or MachineFacts(), cells=cells, worlds=worlds,
                         scaling=scaling_tables(worlds, cores))

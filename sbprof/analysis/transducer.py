@@ -75,6 +75,8 @@ class BackendRow:
 
     record: Measurement
     payload: TransducerPayload
+    python: Optional[str]  # the interpreter and torch the backend ran in
+    torch: Optional[str]
     runs: int
     ranked: bool
     steps: Optional[Stats]
@@ -109,10 +111,30 @@ class SearchRow:
 
 
 @dataclass(frozen=True)
-class TransducerSummary:
-    """Everything a transducer benchmark's reports show (see the module docstring)."""
+class Shapes(Codec):
+    """The rules' ``shapes``: where the utterance shapes come from and their scale-down."""
 
-    rules: Dict[str, Any]
+    source: Optional[str] = None
+    scale: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class TransducerRules(Codec):
+    """A transducer benchmark's rules, as its report's header names them."""
+
+    vocab_size: Optional[int] = None
+    joiner_dim: Optional[int] = None
+    shapes: Optional[Shapes] = None
+    warmup: Optional[int] = None
+    measured: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class TransducerSummary:
+    """Everything a transducer benchmark's reports show (see the module docstring); ``rules``: ``None`` when the
+    file holds none."""
+
+    rules: Optional[TransducerRules]
     loads: Optional[Tuple[float, float, List[str]]]
     tables: List[ModeTable]
     searches: List[SearchRow]
@@ -135,7 +157,8 @@ def _row(runs: Sequence[Measurement]) -> BackendRow:
     rep = representative(runs)
     peaks = [p for p in (_peak_mb(m) for m in ok) if p is not None]
     extra = payload(rep)
-    return BackendRow(record=rep, payload=extra, runs=len(ok),
+    return BackendRow(record=rep, payload=extra, python=rep.settings.get("python"), torch=rep.settings.get("torch"),
+                      runs=len(ok),
                       ranked=bool(ok) and extra.agreement is not None and extra.agreement.ok,
                       steps=summarise([s for m in ok for s in m.wall_s]) if ok else None,
                       peak_mb=statistics.median(peaks) if peaks else None)
@@ -165,7 +188,7 @@ def analyse(results: Results) -> TransducerSummary:
         busy = list(dict.fromkeys(m.label for m, load in timed if load > m.cell.threads))
         loads = (min(values), max(values), busy)
     return TransducerSummary(
-        rules=dict(results.rules), loads=loads,
+        rules=from_json(TransducerRules, dict(results.rules), "rules") if results.rules else None, loads=loads,
         tables=[ModeTable(mode, size, device, threads,
                           sorted((r for r in group if r.ranked), key=lambda r: r.steps.mean)
                           + [r for r in group if not r.ranked],

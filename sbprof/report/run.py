@@ -113,14 +113,14 @@ def render_run(report: RunReport) -> str:
     '# sbprof run: train.py'
     """
     rules, machine = report.rules, report.machine
-    target = rules.get("script") or f"-m {rules.get('module')}"
+    target = rules.script or f"-m {rules.module}"
     lines = [f"# sbprof run: {target}", "",
-             f"- **Command**: `{target} {' '.join(rules.get('args') or [])}`".rstrip() + "; "
-             f"{rules.get('warmup')} warm-up + {rules.get('measured')} measured steps per stage"
-             f"{', then the script went on (--continue)' if rules.get('continue') else ''}",
-             f"- **Machine**: {machine.get('cpu', '?')} ({machine.get('cpu_count', '?')} logical cores), GPU "
-             f"{machine.get('gpu') or 'none'}; torch {machine.get('torch', '?')}, speechbrain "
-             f"{machine.get('speechbrain', '?')}"]
+             f"- **Command**: `{target} {' '.join(rules.args)}`".rstrip() + "; "
+             f"{rules.warmup} warm-up + {rules.measured} measured steps per stage"
+             f"{', then the script went on (--continue)' if report.continued else ''}",
+             f"- **Machine**: {machine.cpu} ({machine.cpu_count} logical cores), GPU "
+             f"{machine.gpu or 'none'}; torch {machine.torch}, speechbrain "
+             f"{machine.speechbrain}"]
     lines += [f"- {note}" for note in report.notes] + [""]
     for stage in report.stages:
         lines += render_stage(stage)

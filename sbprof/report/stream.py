@@ -199,17 +199,17 @@ def _traffic_text(traffic: str) -> str:
 
 def _header(summary: StreamSummary) -> List[str]:
     rules, machine = summary.rules, summary.machine
-    utterance = rules.get("utterance_s")
-    source = str(rules.get("input", "")).split(":sha256")[0]
+    utterance = rules.utterance_s
+    source = str(rules.input).split(":sha256")[0]
     out = [f"Every stream sends the same utterance ({source}, "
            f"{'?' if utterance is None else f'{utterance:.2f}'} s); traffic: "
-           f"{_traffic_text(str(rules.get('traffic', 'aligned')))}; {rules.get('warmup')} unmeasured chunk(s) on "
-           f"a throw-away stream before each cell, then {plural(int(rules.get('measured') or 1), 'pass', 'passes')}"
+           f"{_traffic_text(str(rules.traffic))}; {rules.warmup} unmeasured chunk(s) on "
+           f"a throw-away stream before each cell, then {plural(int(rules.measured or 1), 'pass', 'passes')}"
            " per cell."]
-    if machine:
-        out.append(f"Machine: {machine.get('cpu', '?')} ({machine.get('cpu_count', '?')} logical cores), "
-                   f"torch {machine.get('torch', '?')}, speechbrain {machine.get('speechbrain', '?')}"
-                   + (f", {machine['gpu']}" if machine.get("gpu") else "") + ".")
+    if machine is not None:
+        out.append(f"Machine: {machine.cpu} ({machine.cpu_count} logical cores), "
+                   f"torch {machine.torch}, speechbrain {machine.speechbrain}"
+                   + (f", {machine.gpu}" if machine.gpu else "") + ".")
     if summary.loads is not None:
         out.append(f"Machine load (1-minute load average after each cell): {summary.loads[0]:.2f} to "
                    f"{summary.loads[1]:.2f}.")

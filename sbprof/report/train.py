@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional
 
 from tabulate import tabulate
 
-from sbprof.analysis.train import TrainCell, TrainSummary
+from sbprof.analysis.train import TrainCell, TrainRules, TrainSummary
 from sbprof.report.counts import si
 from sbprof.report.distributed import DEFINITIONS, render_section, scaling_lines, status_lines
 from sbprof.report.format import bytes_in, sig3
@@ -84,7 +84,7 @@ def render_variant(cell: TrainCell) -> str:
     """The section of one cell (a variant on a setting, one run)."""
     m, where, extra = cell.record, cell.record.cell, cell.payload
     run = f", run {where.run}" if where.run else ""
-    head = (f"## {where.model} ({m.settings.get('brain', '')}, {where.device}, {where.threads} threads, "
+    head = (f"## {where.model} ({cell.brain}, {where.device}, {where.threads} threads, "
             f"batch {where.batch_size}{run})")
     if not m.ok:
         return f"{head}\n\n{m.status}: {m.message}\n"
@@ -126,9 +126,9 @@ def render_train(summary: TrainSummary) -> str:
     rules = summary.rules
     machine = summary.machine
     lines = ["# Training-loop profile", "",
-             f"- **Machine**: {machine.get('cpu', '?')} ({machine.get('cpu_count', '?')} logical cores), "
-             f"GPU {machine.get('gpu') or 'none'}; torch {machine.get('torch', '?')}, "
-             f"torchaudio {machine.get('torchaudio', '?')}, speechbrain {machine.get('speechbrain', '?')}",
+             f"- **Machine**: {machine.cpu} ({machine.cpu_count} logical cores), "
+             f"GPU {machine.gpu or 'none'}; torch {machine.torch}, "
+             f"torchaudio {machine.torchaudio}, speechbrain {machine.speechbrain}",
              f"- **Batches**: {_rules_text(rules)}",
              "- **Step**: one `Brain.fit_batch` (forward, loss, backward, optimiser step), timed by the "
              f"`sbprof.profile(brain, {'activities=()' if summary.cells else 'activities=[CPU]'})` decorator (wall "
@@ -143,7 +143,8 @@ def distributed_lines(summary: TrainSummary) -> List[str]:
     """A ``world_sizes`` study: the scaling tables, then each world merged as ``sbprof merge`` merges it."""
     if not summary.worlds:
         return []
-    batch = (summary.rules.get("data") or {}).get("batch_size", "?")
+    data = summary.rules.data
+    batch = "?" if data is None else data.batch_size
     lines = ["## Distributed training (DDP under torchrun)", "",
              "Each world is one torchrun launch of that many ranks on this machine (gloo on the CPU, NCCL with one "
              "GPU per rank), SpeechBrain's DDP path (`ddp_init_group`, the Brain's DDP wrapping), each step profiled "
@@ -157,7 +158,7 @@ def distributed_lines(summary: TrainSummary) -> List[str]:
         what = "the baseline of both scalings" if w.world_size == 1 else f"{w.scaling} scaling"
         lines += [f"### World of {w.world_size} ({what}): {w.variant} on {w.device}, run {w.run}", ""]
         if w.launch is not None:
-            lines += [f"torchrun: `{w.launch.settings.get('torchrun', '?')}`; rank files `{w.summary.source}` "
+            lines += [f"torchrun: `{w.torchrun}`; rank files `{w.summary.source}` "
                       "(`sbprof merge` on that folder gives the same figures).", ""]
             if not w.launch.ok:
                 lines += [f"Launch {w.launch.status}: {w.launch.message}", ""]
@@ -173,11 +174,11 @@ def render(summary: TrainSummary) -> Dict[str, str]:
     return {REPORT_FILE: render_train(summary)}
 
 
-def _rules_text(rules: Dict[str, Any]) -> str:
-    data = rules.get("data") or {}
-    if not data:
+def _rules_text(rules: TrainRules) -> str:
+    data = rules.data
+    if data is None:
         return "n/a"
-    return (f"{data.get('num_batches')} mock-up batches of {data.get('batch_size')} utterances cycled, lengths "
-            f"and token counts drawn from LibriSpeech train-clean-100 shapes x {data.get('scale')} "
-            f"(white noise at {data.get('sample_rate')} Hz, random tokens), seed {rules.get('seed')}; "
-            f"{rules.get('warmup')} warm-up + {rules.get('measured')} measured steps")
+    return (f"{data.num_batches} mock-up batches of {data.batch_size} utterances cycled, lengths "
+            f"and token counts drawn from LibriSpeech train-clean-100 shapes x {data.scale} "
+            f"(white noise at {data.sample_rate} Hz, random tokens), seed {rules.seed}; "
+            f"{rules.warmup} warm-up + {rules.measured} measured steps")

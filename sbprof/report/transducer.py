@@ -11,7 +11,7 @@ import csv
 import io
 from typing import Any, Dict, List, Optional
 
-from sbprof.analysis.transducer import Agreement, BackendRow, ModeTable, SearchRow, TransducerSummary
+from sbprof.analysis.transducer import Agreement, BackendRow, ModeTable, SearchRow, Shapes, TransducerSummary
 
 US = 1e6
 """Microseconds per second."""
@@ -47,9 +47,8 @@ def _agreement_text(agreement: Optional[Agreement]) -> str:
     return "DISAGREES: " + agreement.message[:60]
 
 
-def _runtime(m: Any) -> str:
-    python, torch = m.settings.get("python"), m.settings.get("torch")
-    return f"{python} / {torch}" if python and torch else ""
+def _runtime(row: BackendRow) -> str:
+    return f"{row.python} / {row.torch}" if row.python and row.torch else ""
 
 
 def _row(row: BackendRow) -> List[str]:
@@ -60,22 +59,22 @@ def _row(row: BackendRow) -> List[str]:
         note = "" if row.ranked else "not ranked"
         runs = f" ({row.runs} runs)" if row.runs > 1 else ""
         return [m.label, f"{s.mean * US:,.0f}{runs}", f"{s.median * US:,.0f} [{s.q1 * US:,.0f}, {s.q3 * US:,.0f}]",
-                "n/a" if row.peak_mb is None else f"{row.peak_mb:,.0f}", agreement, _runtime(m), note]
+                "n/a" if row.peak_mb is None else f"{row.peak_mb:,.0f}", agreement, _runtime(row), note]
     note = m.message.replace("|", "/")
     if row.payload.not_installed:
         note = f"{note}; install: {row.payload.install_hint}"
     status = {"skipped": "skipped", "oom": "OOM", "error": "error"}.get(m.status, m.status)
-    return [m.label, status, "", "", agreement, _runtime(m), note]
+    return [m.label, status, "", "", agreement, _runtime(row), note]
 
 
 def _header(summary: TransducerSummary) -> List[str]:
     rules = summary.rules
     out: List[str] = []
-    if rules:
-        shapes = rules.get("shapes") or {}
-        out += [f"V = {rules.get('vocab_size')}, joiner dim {rules.get('joiner_dim')}, shapes "
-                f"`{shapes.get('source')}` scaled 1/{shapes.get('scale')}; {rules.get('warmup')} unmeasured "
-                f"steps, then {rules.get('measured')} measured ones.", ""]
+    if rules is not None:
+        shapes = rules.shapes or Shapes()
+        out += [f"V = {rules.vocab_size}, joiner dim {rules.joiner_dim}, shapes "
+                f"`{shapes.source}` scaled 1/{shapes.scale}; {rules.warmup} unmeasured "
+                f"steps, then {rules.measured} measured ones.", ""]
     if summary.loads is not None:
         low, high, busy = summary.loads
         verdict = (f"above the worker's thread count after {', '.join(busy)}: other processes "
@@ -155,7 +154,7 @@ def render_csv(summary: TransducerSummary) -> str:
                                "agreement_ok": agreement and agreement.ok, "steps": r.steps.count if r.steps else 0,
                                "max_loss_rel_diff": agreement and agreement.max_loss_rel_diff,
                                "max_grad_abs_diff": agreement and agreement.max_grad_abs_diff, "peak_mb": r.peak_mb,
-                               "python": m.settings.get("python"), "torch": m.settings.get("torch")}
+                               "python": r.python, "torch": r.torch}
         if r.steps is not None:
             s = r.steps
             row.update(mean_step_us=s.mean * US, median_step_us=s.median * US, q1_step_us=s.q1 * US,
