@@ -281,6 +281,11 @@ class RunSummary:
         """Every rank present and ended normally."""
         return not self.missing and not self.stopped_early
 
+    @property
+    def hosts(self) -> int:
+        """How many (host, node group) pairs ran a rank with figures."""
+        return len({(h.host, h.node_rank) for s in self.sections for h in s.hosts})
+
 
 def summarise_run(analysis: RunAnalysis, run_id: str, backend: str, source: str, notes: Sequence[str] = (),
                   gpu: Optional[Dict[str, List[Dict[str, Any]]]] = None) -> RunSummary:

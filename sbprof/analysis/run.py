@@ -141,6 +141,11 @@ class RunReport:
     stages: List[StageFigures]
     continued: bool = False
 
+    @property
+    def traces(self) -> List[str]:
+        """Every stage's trace files, each once, sorted."""
+        return sorted({t for s in self.stages for t in s.traces})
+
 
 def _measured(m: Measurement, values: List[Any]) -> List[Any]:
     return list(values[m.warmup:m.warmup + len(m.wall_s)])

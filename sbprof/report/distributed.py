@@ -180,9 +180,8 @@ def status_lines(run: RunSummary) -> List[str]:
 
 def render_run(run: RunSummary) -> str:
     """The whole merged report of one run."""
-    hosts = {(h.host, h.node_rank) for s in run.sections for h in s.hosts}
     lines = [f"# Distributed run {run.run_id}", "",
-             f"{plural(run.world_size, 'rank')}, backend {run.backend}, on {plural(len(hosts), 'host')} / node "
+             f"{plural(run.world_size, 'rank')}, backend {run.backend}, on {plural(run.hosts, 'host')} / node "
              f"group(s); rank files in `{run.source}`.", ""] + status_lines(run)
     for s in run.sections:
         lines += [""] + render_section(s)

@@ -124,7 +124,7 @@ def render_run(report: RunReport) -> str:
     lines += [f"- {note}" for note in report.notes] + [""]
     for stage in report.stages:
         lines += render_stage(stage)
-    traces = sorted({t for s in report.stages for t in s.traces})
+    traces = report.traces
     if traces:
         lines += ["## Trace", "", "torch.profiler trace of the measured steps (Perfetto, chrome://tracing or "
                   "TensorBoard): " + ", ".join(f"`{Path(t).name}`" for t in traces) + " in `traces/`.", ""]
