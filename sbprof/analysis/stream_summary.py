@@ -7,7 +7,7 @@ in :mod:`sbprof.analysis.stream`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from sbprof.analysis.machine_facts import MachineFacts
 from sbprof.analysis.stream_criterion import BEHIND_SLOPE

@@ -3,7 +3,7 @@ and where the step's time goes. Reads the records of ``results.json`` only; neve
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Dict, List, Optional
 
 from tabulate import tabulate
 
