@@ -135,7 +135,8 @@ def _what_it_is(argument: str) -> Optional[str]:
 def merge_ranks(folder: Optional[str], output: Optional[str]) -> int:
     """``sbprof merge [RUN_FOLDER]``: one distributed run's report; exit 1 when the run is incomplete."""
     from sbprof.distributed.merge import find_run, merge_run
-    from sbprof.report.distributed import write_run_report
+    from sbprof.jobs.render import write_files
+    from sbprof.report.distributed import render
     from sbprof.results import prepare_output_folder
 
     merged = []
@@ -149,7 +150,7 @@ def merge_ranks(folder: Optional[str], output: Optional[str]) -> int:
                 raise
             raise ConfigError(f"{run_folder}: a rank file holds what this sbprof cannot read "
                               f"({type(exc).__name__}: {exc})") from None
-        return write_run_report(merged[0], prepare_output_folder(output or str(run_folder), "--output"))
+        return write_files(render(merged[0]), prepare_output_folder(output or str(run_folder), "--output"))
 
     code = _report(write, output or folder)
     if code != EXIT_OK:
