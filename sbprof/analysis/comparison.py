@@ -9,11 +9,11 @@ renderers (:mod:`sbprof.report.comparison`) only format the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
+from sbprof.analysis.cell_rows import CellRow, record_row
 from sbprof.analysis.series import Crossover, Series, build_series, find_crossovers, settings_of
 from sbprof.analysis.figures import cell_figures, cell_sort_key
-from sbprof.record import Measurement
 from sbprof.record.results import Results
 
 
@@ -38,7 +38,7 @@ class ComparisonSummary:
     settings: List[CompareSetting]
     example_audio: Optional[str]
     energy: str
-    records: List[Tuple[Measurement, Dict[str, Any]]]
+    rows: List[CellRow]
 
     @property
     def values(self) -> List[float]:
@@ -75,4 +75,4 @@ def analyse(results: Results) -> ComparisonSummary:
         vary=results.rules.get("vary", "audio_s"), settings=settings,
         example_audio=first.settings.get("example_audio") if first else None,
         energy=energy_line([s for setting in settings for s in setting.series]),
-        records=[(m, cell_figures(m)) for m in sorted(results.records, key=cell_sort_key)])
+        rows=[record_row(m, cell_figures(m)) for m in sorted(results.records, key=cell_sort_key)])

@@ -15,7 +15,6 @@ from sbprof.record.cell import setting_name
 from sbprof.report.cells_csv import render_csv
 from sbprof.report.format import plural, sig3, status_text, table
 from sbprof.report.plot import Line, growth_label, render_series_plots
-from sbprof.results.files import atomic_write
 from sbprof.base.stats import METRICS
 
 REPORT_FILE = "report.md"
@@ -158,7 +157,7 @@ def render_comparison(summary: ComparisonSummary, plots: Optional[Dict[str, Dict
 
     ``plots`` maps a setting's name (``cpu, 1 thread``) to ``latency``/``memory`` paths relative to the report.
     """
-    if not summary.records:
+    if not summary.rows:
         return f"# {title}\n\nNo point recorded yet.\n"
     lines = [f"# {title}", ""] + _setup_lines(summary)
     several = len(summary.settings) > 1
@@ -174,13 +173,12 @@ def setting_label(setting: CompareSetting) -> str:
     return f"{setting.device}, {plural(setting.threads, 'thread')}"
 
 
-def render(summary: ComparisonSummary, folder: Union[str, Path]) -> Dict[str, Path]:
-    """Write ``report.md``, ``results.csv`` and the plots into ``folder``; return their paths."""
-    folder = Path(folder)
+def render(summary: ComparisonSummary) -> Dict[str, Union[str, bytes]]:
+    """``report.md``, ``results.csv`` and each setting's latency and memory plots: file name -> content."""
     m = summary.machine
     where = m.get("hostname") or f"{m.get('cpu', '?')} ({m.get('cpu_count', '?')} cores)"
     several = len(summary.settings) > 1
-    written: Dict[str, Path] = {}
+    pngs: Dict[str, bytes] = {}
     embedded: Dict[str, Dict[str, str]] = {}
     for setting in summary.settings:
         series = [s for s in setting.series if s.points]
@@ -189,10 +187,7 @@ def render(summary: ComparisonSummary, folder: Union[str, Path]) -> Dict[str, Pa
         lines = [Line(growth_label(s), s, f"C{i % 10}") for i, s in enumerate(series)]
         prefix = f"{setting_name(setting.device, setting.threads)}-" if several else ""
         plots = render_series_plots(lines, summary.vary, setting.crossovers, f"{where}: {setting_label(setting)}",
-                                    folder, prefix)
-        embedded[setting_label(setting)] = {n: str(p.relative_to(folder)) for n, p in plots.items()}
-        written.update({f"{prefix}{n} plot": p for n, p in plots.items()})
-    paths = {"report": folder / REPORT_FILE, "csv": folder / CSV_FILE}
-    atomic_write(paths["report"], render_comparison(summary, embedded))
-    atomic_write(paths["csv"], render_csv(summary.records))
-    return {**paths, **written}
+                                    prefix)
+        embedded[setting_label(setting)] = {n: path for n, (path, _) in plots.items()}
+        pngs.update(plots.values())
+    return {REPORT_FILE: render_comparison(summary, embedded), CSV_FILE: render_csv(summary.rows), **pngs}

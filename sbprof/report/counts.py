@@ -5,7 +5,6 @@ rows deeper than ``depth`` are left out of the table (the JSON keeps them).
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
 from tabulate import tabulate
@@ -13,7 +12,6 @@ from tabulate import tabulate
 from sbprof.analysis.counts import CountsSummary
 from sbprof.report.format import bytes_in, sig3
 from sbprof.report.modules_markdown import display_names, render_breakdown
-from sbprof.results.files import atomic_write
 
 TOP_OPERATORS = 15
 REPORT_FILE = "report.md"
@@ -127,8 +125,6 @@ def render_counts(summary: CountsSummary) -> str:
     return f"{head}\n\n{body}"
 
 
-def render(summary: CountsSummary, folder: Union[str, Path]) -> Dict[str, Path]:
-    """Write ``report.md`` into ``folder``; return its path."""
-    path = Path(folder) / REPORT_FILE
-    atomic_write(path, render_counts(summary))
-    return {"report": path}
+def render(summary: CountsSummary) -> Dict[str, Union[str, bytes]]:
+    """``report.md``: file name -> content."""
+    return {REPORT_FILE: render_counts(summary)}

@@ -7,15 +7,13 @@ sweep's RTF per grid cell with (machine, setting) as columns.
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Dict, List, Optional, Union
 
 from sbprof.analysis.machines import GridRtf, MachinesSummary
 from sbprof.analysis.series import VARIED
 from sbprof.report.comparison import exponent_text, latency_text, x_text
 from sbprof.report.format import plural, sig3, status_text, table
-from sbprof.report.plot import PLOT_DIR, Line, latency_figure, without_fit, write_png
-from sbprof.results.files import atomic_write
+from sbprof.report.plot import PLOT_DIR, Line, latency_figure, png_bytes, without_fit
 from sbprof.base.stats import METRICS
 
 REPORT_FILE = "report.md"
@@ -97,14 +95,11 @@ def machines_lines(summary: MachinesSummary) -> List[Line]:
             for i, c in enumerate(columns) for s in c.series if s.points]
 
 
-def write_merged_report(summary: MachinesSummary, folder: Union[str, Path]) -> Dict[str, Path]:
-    """Write ``report.md`` (and, for comparisons, a latency plot of every machine) into ``folder``."""
-    folder = Path(folder)
-    plots: Dict[str, Path] = {}
+def render(summary: MachinesSummary) -> Dict[str, Union[str, bytes]]:
+    """``report.md`` and, for comparisons, ``plots/machines-latency.png`` (a line per machine): file name -> content."""
+    plots: Dict[str, bytes] = {}
     lines = machines_lines(summary) if summary.job == "compare-models" else []
     if lines:
-        figure = latency_figure(lines, summary.vary, title="Latency per machine")
-        plots["machines latency"] = write_png(figure, folder / PLOT_DIR / "machines-latency.png")
-    path = folder / REPORT_FILE
-    atomic_write(path, render_merged(summary, {n: str(p.relative_to(folder)) for n, p in plots.items()}))
-    return {"report": path, **{f"{n} plot": p for n, p in plots.items()}}
+        plots[f"{PLOT_DIR}/machines-latency.png"] = png_bytes(latency_figure(lines, summary.vary,
+                                                                              title="Latency per machine"))
+    return {REPORT_FILE: render_merged(summary, {"machines latency": path for path in plots}), **plots}

@@ -119,7 +119,7 @@ def _setting_section(model: SweepModel, s: SweepSetting, n_measured: int, headin
     lines += _repeats_text(s)
     sub = heading + "#"
     lines += ["", f"{sub} Real-time factor (RTF)", "", _rtf_definition(s, n_measured),
-              "", grid_table(s.cells, audio_secs, batch_sizes, rtf_text, prediction_text("time_s", ""))]
+              "", grid_table(s.cells, audio_secs, batch_sizes, rtf_text, prediction_text("rtf", ""))]
     if s.on_cuda:
         lines += ["", f"{sub} Host busy / GPU busy", "",
                   f"From one extra profiled batch per cell (run in a separate process after the timed ones): "
@@ -199,7 +199,7 @@ def render_markdown(summary: SweepSummary, title: str = "sbprof profiling report
     -------
     str
     """
-    if not summary.records:
+    if not summary.rows:
         return f"# {title}\n\nNo cells recorded yet.\n"
     lines = [f"# {title}", ""]
     for model in summary.models:
