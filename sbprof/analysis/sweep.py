@@ -190,8 +190,10 @@ class SweepSummary:
 
 def _shown(key: GridKey, predictions: Dict[str, CellPrediction]) -> Dict[str, ShownPrediction]:
     """The predictions of an unmeasured cell in its tables' units: time as RTF and RTFx, memory in bytes."""
-    audio = key[0] * key[1]
     shown: Dict[str, ShownPrediction] = {}
+    if not predictions:  # a cell outside any grid (no length, no batch size) is never predicted
+        return shown
+    audio = key[0] * key[1]
     p = predictions.get("time_s")
     if p is not None and p.beyond is not None:
         if p.low is not None:
