@@ -76,6 +76,17 @@ def status_text(m: Optional[HasStatus]) -> Optional[str]:
     return f"{label}: {text}"
 
 
+def known(value: object) -> str:
+    """A recorded value as text, ``?`` where none was recorded.
+
+    Example
+    -------
+    >>> known(16), known(None)
+    ('16', '?')
+    """
+    return "?" if value is None else str(value)
+
+
 def plural(n: int, word: str, many: str = "") -> str:
     """``1 batch`` / ``2 batches``.
 
