@@ -21,13 +21,14 @@ the predictions can be trusted. Pure functions of records.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from sbprof.analysis.costmodel import CostPoint, HeldOutReport, predict, validate_held_out
 from sbprof.base.errors import ConfigError
 from sbprof.analysis.grid import triangle_skipped
 from sbprof.record import Measurement
+from sbprof.record.codec import Codec
 from sbprof.analysis.runs import group_runs, median_over_runs, representative, rtf_over_runs
 
 TERMS = ("1", "L", "B*L", "B*L^2")
@@ -61,7 +62,7 @@ FIGURES: Dict[str, Callable[[Sequence[Measurement]], Optional[float]]] = {
 
 
 @dataclass(frozen=True)
-class CellPrediction:
+class CellPrediction(Codec):
     """One predicted figure of one unmeasured cell: ``value [low, high]``, or, when ``beyond`` says why, only
     the lower bound ``low`` (``None`` when no measured cell lies below)."""
 
@@ -77,9 +78,6 @@ class CellPrediction:
     why: str
     formula: str
     beyond: Optional[str] = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def _by_setting(records: Sequence[Measurement]) -> Dict[SettingKey, Dict[GridKey, List[Measurement]]]:

@@ -128,6 +128,16 @@ class SweepSetting:
         return self.device.startswith("cuda")
 
     @property
+    def measured_cells(self) -> int:
+        """Cells with at least one successful run."""
+        return sum(1 for c in self.cells.values() if c.runs)
+
+    @property
+    def held_out_inside(self) -> Dict[str, int]:
+        """Per held-out figure, the corner cells inside their 95 % interval (or above their bound)."""
+        return {figure: sum(c.inside for c in r.cells) for figure, r in self.held_out.items()}
+
+    @property
     def oversubscribed(self) -> bool:
         """More runnable threads than cores: the worker's own, or with the others' load counted."""
         if not self.cores or self.on_cuda:

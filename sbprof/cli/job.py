@@ -131,7 +131,7 @@ def render_only(entry: JobEntry, target: str, rest: List[str]) -> int:
 
 def show_report(cfg: Any, outcome: "Outcome") -> None:
     """Print the job's ``report.md`` (jobs whose report is short enough to read in a terminal)."""
-    report = outcome.outputs.get("report")
+    report = outcome.outputs.get("report.md", outcome.outputs.get("report"))  # TRANSITION: old renderers' key
     if report is not None and report.is_file():
         print(report.read_text())
 
