@@ -45,8 +45,8 @@ def render_flops(count: FlopsCount, depth: int = 2) -> str:
     -------
     >>> count = FlopsCount.from_dict({
     ...     "flops": 2_000_000, "macs": 1_000_000, "backward_flops": None, "backward_macs": None,
-    ...     "modules": [{"name": "", "type": "Net", "depth": 0, "calls": 1, "flops": 2_000_000, "macs": 1_000_000},
-    ...                 {"name": "fc", "type": "Linear", "depth": 1, "calls": 1, "flops": 2_000_000, "macs": 1_000_000}],
+    ...     "modules": [{"name": "", "type": "Net", "depth": 0, "calls": 1, "flops": 2e6, "macs": 1e6},
+    ...                 {"name": "fc", "type": "Linear", "depth": 1, "calls": 1, "flops": 2e6, "macs": 1e6}],
     ...     "operators": [{"name": "aten.mm", "calls": 1, "flops": 2_000_000, "macs": 1_000_000}],
     ...     "untracked": {}, "conventions": "sbprof-flops-1", "audio_s": 4.0})
     >>> text = render_flops(count)
