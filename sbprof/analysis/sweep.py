@@ -20,7 +20,8 @@ from sbprof.analysis.costmodel import HeldOutReport
 from sbprof.analysis.intervals import RunsSummary, SpreadPrior
 from sbprof.analysis.cell_rows import CellRow, predicted_rows, record_row
 from sbprof.analysis.figures import batch_audio_seconds, busy_rtf, cell_figures, cell_sort_key, setting_sort_key
-from sbprof.analysis.predictions import CellPrediction, held_out_validation, predict_cells
+from sbprof.analysis.predictions import (CellPrediction, ShownPrediction, held_out_validation, predict_cells,
+                                         shown_predictions)
 from sbprof.record import STATUSES, Env, Measurement
 from sbprof.record.results import Results
 from sbprof.analysis.runs import (NoiseFloor, group_runs, median_over_runs, noise_floor, representative, rtf_over_runs,
@@ -41,18 +42,6 @@ class BusyRtf:
     host: float
     gpu: float
     profiled: float
-
-
-@dataclass(frozen=True)
-class ShownPrediction:
-    """A predicted figure of a cell as its tables show it (RTF, RTFx or bytes): ``value [low, high]``; beyond the
-    measured range (``beyond``), only the bound: ``low`` (at least, RTF and memory) or ``high`` (at most, RTFx).
-    ``high`` is ``None`` for an RTFx whose time interval reaches zero (unbounded)."""
-
-    value: Optional[float]
-    low: Optional[float]
-    high: Optional[float]
-    beyond: bool = False
 
 
 @dataclass(frozen=True)
@@ -198,32 +187,6 @@ class SweepSummary:
     process_warmup: bool = False
 
 
-def _shown(key: GridKey, predictions: Dict[str, CellPrediction]) -> Dict[str, ShownPrediction]:
-    """The predictions of an unmeasured cell in its tables' units: time as RTF and RTFx, memory in bytes."""
-    shown: Dict[str, ShownPrediction] = {}
-    if not predictions:  # a cell outside any grid (no length, no batch size) is never predicted
-        return shown
-    audio = key[0] * key[1]
-    p = predictions.get("time_s")
-    if p is not None and p.beyond is not None:
-        if p.low is not None:
-            shown["rtf"] = ShownPrediction(None, p.low / audio, None, beyond=True)
-        if p.low:  # a time bounded below is an RTFx bounded above
-            shown["rtfx"] = ShownPrediction(None, None, audio / p.low, beyond=True)
-    elif p is not None:
-        shown["rtf"] = ShownPrediction(p.value / audio, p.low / audio, p.high / audio)
-        if p.value > 0:
-            shown["rtfx"] = ShownPrediction(audio / p.value, audio / p.high, audio / p.low if p.low > 0 else None)
-    for figure in ("batch_memory_bytes", "peak_memory_bytes"):
-        p = predictions.get(figure)
-        if p is not None and p.beyond is not None:
-            if p.low is not None:
-                shown[figure] = ShownPrediction(None, p.low, None, beyond=True)
-        elif p is not None:
-            shown[figure] = ShownPrediction(p.value, p.low, p.high)
-    return shown
-
-
 def _busy(m: Measurement) -> Optional[BusyRtf]:
     busy = busy_rtf(m)
     return None if busy is None else BusyRtf(busy["host_busy_rtf"], busy["gpu_busy_rtf"], busy["profiled_rtf"])
@@ -235,7 +198,7 @@ def _cell(runs: Sequence[Measurement], predictions: Dict[str, CellPrediction],
     ok = [m for m in runs if m.ok and m.wall_s]
     if not ok:
         return SweepCell(status=rep.status, runs=0, message=rep.message,
-                         predicted=_shown(rep.cell.grid_key, predictions))
+                         predicted=shown_predictions(rep.cell.grid_key, predictions))
     summary = rtf_over_runs(ok, float(rep.settings.get("repeats", {}).get("confidence", 0.95)), prior)
     policy = rep.settings.get("repeats", {})
     target = policy.get("target") if policy.get("runs") == "adaptive" else None
