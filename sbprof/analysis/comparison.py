@@ -8,12 +8,12 @@ renderers (:mod:`sbprof.report.comparison`) only format the
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence
 
+from sbprof.analysis.cell_rows import CellRow, record_row
 from sbprof.analysis.series import Crossover, Series, build_series, find_crossovers, settings_of
-from sbprof.analysis.figures import cell_figures, cell_sort_key
-from sbprof.record import Measurement
+from sbprof.analysis.figures import MachineInfo, cell_figures, cell_sort_key
 from sbprof.record.results import Results
 
 
@@ -28,17 +28,39 @@ class CompareSetting:
 
 
 @dataclass(frozen=True)
+class VariantSetup:
+    """How a variant was loaded: its interface ``type``, or the ``module`` built from its YAML, and the
+    hyperparameters it overrides."""
+
+    type: Optional[str] = None
+    module: Optional[str] = None
+    overrides: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """What each point ran: the fixed size (``audio_s`` when the batch size varies, else ``batch_size``), the
+    warm-up and measured calls, the input (``None`` where the results file does not say)."""
+
+    audio_s: Optional[float]
+    batch_size: Optional[int]
+    warmup: int
+    measured: int
+    input: Optional[str]
+
+
+@dataclass(frozen=True)
 class ComparisonSummary:
     """Everything a comparison's reports show (see the module docstring)."""
 
-    rules: Dict[str, Any]
-    machine: Dict[str, Any]
-    models: Dict[str, Dict[str, Any]]
+    schedule: Schedule
+    machine: MachineInfo
+    models: Dict[str, VariantSetup]
     vary: str
     settings: List[CompareSetting]
     example_audio: Optional[str]
     energy: str
-    records: List[Tuple[Measurement, Dict[str, Any]]]
+    rows: List[CellRow]
 
     @property
     def values(self) -> List[float]:
@@ -70,9 +92,14 @@ def analyse(results: Results) -> ComparisonSummary:
         series = build_series(results, (device, threads))
         settings.append(CompareSetting(device, threads, series, find_crossovers(series)))
     first = results.records[0] if results.records else None
+    rules = results.rules
     return ComparisonSummary(
-        rules=dict(results.rules), machine=dict(results.machine), models=dict(results.models),
-        vary=results.rules.get("vary", "audio_s"), settings=settings,
+        schedule=Schedule(audio_s=rules.get("audio_s"), batch_size=rules.get("batch_size"),
+                          warmup=rules.get("warmup", 0), measured=rules.get("measured", 0), input=rules.get("input")),
+        machine=MachineInfo.of(results.machine),
+        models={name: VariantSetup(info.get("type"), info.get("module"), dict(info.get("overrides") or {}))
+                for name, info in results.models.items()},
+        vary=rules.get("vary", "audio_s"), settings=settings,
         example_audio=first.settings.get("example_audio") if first else None,
         energy=energy_line([s for setting in settings for s in setting.series]),
-        records=[(m, cell_figures(m)) for m in sorted(results.records, key=cell_sort_key)])
+        rows=[record_row(m, cell_figures(m)) for m in sorted(results.records, key=cell_sort_key)])

@@ -7,10 +7,49 @@ numbers.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
 from sbprof.record import Measurement
 from sbprof.base.stats import GB, Stats, rtf, rtfx, summarise
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A record's status (``ok``, ``skipped``, ``oom``, ``error``) and message: what a table shows instead of
+    numbers when a cell or point has none."""
+
+    status: str
+    message: str = ""
+
+    @classmethod
+    def of(cls, m: Measurement) -> "Outcome":
+        return cls(m.status, m.message)
+
+
+@dataclass(frozen=True)
+class MachineInfo:
+    """The machine a results file was measured on, as its reports name it (``None`` where not recorded)."""
+
+    hostname: Optional[str] = None
+    cpu: Optional[str] = None
+    cpu_count: Optional[int] = None
+    gpu: Optional[str] = None
+    cuda: Optional[str] = None
+    torch: Optional[str] = None
+    speechbrain: Optional[str] = None
+    python: Optional[str] = None
+
+    @classmethod
+    def of(cls, machine: Dict[str, Any]) -> "MachineInfo":
+        """From a results file's ``machine`` block (unknown keys ignored).
+
+        Example
+        -------
+        >>> MachineInfo.of({"cpu": "Xeon", "cpu_count": 16, "ram": 64}).cpu_count
+        16
+        """
+        return cls(**{k: machine.get(k) for k in cls.__dataclass_fields__})
 
 
 def setting_sort_key(device: str, threads: int) -> Tuple[int, str, int]:

@@ -161,6 +161,14 @@ class GateReport:
     def unjudged(self) -> List[GateRow]:
         return [r for r in self.rows if r.status == "too few runs"]
 
+    @property
+    def verdict_counts(self) -> Dict[str, int]:
+        """How many rows got each verdict, verdicts in alphabetical order."""
+        counts: Dict[str, int] = {}
+        for r in self.rows:
+            counts[r.status] = counts.get(r.status, 0) + 1
+        return dict(sorted(counts.items()))
+
 
 def _judge(key: Tuple, base: List[Measurement], cand: List[Measurement], metric: str, threshold: float,
            confidence: float, within_run: bool, statistic: str) -> Optional[GateRow]:

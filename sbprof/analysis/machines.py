@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from sbprof.analysis.series import Series, build_series, settings_of
-from sbprof.analysis.figures import rtf_stats, setting_sort_key
+from sbprof.analysis.figures import MachineInfo, Outcome, rtf_stats, setting_sort_key
 from sbprof.record import Measurement
 from sbprof.record.results import Machine
 from sbprof.base.stats import Stats, summarise
@@ -34,11 +34,20 @@ class MachineSeries:
 @dataclass(frozen=True)
 class GridRtf:
     """A sweep cell on one machine and setting: the median over runs of each run's median RTF and the pooled
-    quartiles of every batch; or, when no run succeeded, the record that says why."""
+    quartiles of every batch; or, when no run succeeded, the status of its first record."""
 
     median: Optional[float]
     pooled: Optional[Stats]
-    failed: Optional[Measurement]
+    failed: Optional[Outcome]
+
+
+@dataclass(frozen=True)
+class MachineRow:
+    """One merged machine: its label, where it was measured and the results it came from."""
+
+    label: str
+    environment: MachineInfo
+    source: str
 
 
 @dataclass(frozen=True)
@@ -55,7 +64,7 @@ class MachinesSummary:
     """Everything a merged report shows (see the module docstring)."""
 
     job: str
-    machines: List[Machine]
+    machines: List[MachineRow]
     vary: str
     compare: List[MachineSeries]
     sweeps: List[SweepColumns]
@@ -64,7 +73,7 @@ class MachinesSummary:
 def _grid_rtf(records: Sequence[Measurement]) -> GridRtf:
     ok = [m for m in records if m.ok and m.wall_s and m.audio_seconds]
     if not ok:
-        return GridRtf(None, None, records[0])
+        return GridRtf(None, None, Outcome.of(records[0]))
     return GridRtf(statistics.median(rtf_stats(m).median for m in ok),
                    summarise([s / m.audio_seconds for m in ok for s in m.wall_s]), None)
 
@@ -94,6 +103,7 @@ def analyse_machines(machines: Sequence[Machine]) -> MachinesSummary:
         for m in machines:
             for device, threads in settings_of(m.results):
                 compare.append(MachineSeries(m.label, device, threads, build_series(m.results, (device, threads))))
-    return MachinesSummary(job=job, machines=list(machines), vary=machines[0].results.rules.get("vary", "audio_s"),
+    rows = [MachineRow(m.label, MachineInfo.of(m.results.machine), str(m.source)) for m in machines]
+    return MachinesSummary(job=job, machines=rows, vary=machines[0].results.rules.get("vary", "audio_s"),
                            compare=compare, sweeps=_sweeps(machines) if job == "profile" else [])
 

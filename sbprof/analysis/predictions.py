@@ -17,17 +17,20 @@ past the cache it runs at memory bandwidth, a regime the fit never saw.
 Predictions are derived on read, like every statistic, and kept
 apart from measured values in every output. Held-out validation refits on
 the triangle alone and predicts a fully measured corner, to show how far
-the predictions can be trusted. Pure functions of records.
+the predictions can be trusted. :func:`shown_predictions` converts a
+cell's predictions into the units its tables show (RTF, RTFx, bytes).
+Pure functions of records.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from sbprof.analysis.costmodel import CostPoint, HeldOutReport, predict, validate_held_out
 from sbprof.base.errors import ConfigError
 from sbprof.analysis.grid import triangle_skipped
 from sbprof.record import Measurement
+from sbprof.record.codec import Codec
 from sbprof.analysis.runs import group_runs, median_over_runs, representative, rtf_over_runs
 
 TERMS = ("1", "L", "B*L", "B*L^2")
@@ -61,7 +64,7 @@ FIGURES: Dict[str, Callable[[Sequence[Measurement]], Optional[float]]] = {
 
 
 @dataclass(frozen=True)
-class CellPrediction:
+class CellPrediction(Codec):
     """One predicted figure of one unmeasured cell: ``value [low, high]``, or, when ``beyond`` says why, only
     the lower bound ``low`` (``None`` when no measured cell lies below)."""
 
@@ -78,8 +81,43 @@ class CellPrediction:
     formula: str
     beyond: Optional[str] = None
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+
+@dataclass(frozen=True)
+class ShownPrediction:
+    """A predicted figure of a cell as its tables show it (RTF, RTFx or bytes): ``value [low, high]``; beyond the
+    measured range (``beyond``), only the bound: ``low`` (at least, RTF and memory) or ``high`` (at most, RTFx).
+    ``high`` is ``None`` for an RTFx whose time interval reaches zero (unbounded)."""
+
+    value: Optional[float]
+    low: Optional[float]
+    high: Optional[float]
+    beyond: bool = False
+
+
+def shown_predictions(key: GridKey, predictions: Dict[str, CellPrediction]) -> Dict[str, ShownPrediction]:
+    """The predictions of an unmeasured cell in its tables' units: time as RTF and RTFx, memory in bytes."""
+    shown: Dict[str, ShownPrediction] = {}
+    if not predictions:  # a cell outside any grid (no length, no batch size) is never predicted
+        return shown
+    audio = key[0] * key[1]
+    p = predictions.get("time_s")
+    if p is not None and p.beyond is not None:
+        if p.low is not None:
+            shown["rtf"] = ShownPrediction(None, p.low / audio, None, beyond=True)
+        if p.low:  # a time bounded below is an RTFx bounded above
+            shown["rtfx"] = ShownPrediction(None, None, audio / p.low, beyond=True)
+    elif p is not None:
+        shown["rtf"] = ShownPrediction(p.value / audio, p.low / audio, p.high / audio)
+        if p.value > 0:
+            shown["rtfx"] = ShownPrediction(audio / p.value, audio / p.high, audio / p.low if p.low > 0 else None)
+    for figure in ("batch_memory_bytes", "peak_memory_bytes"):
+        p = predictions.get(figure)
+        if p is not None and p.beyond is not None:
+            if p.low is not None:
+                shown[figure] = ShownPrediction(None, p.low, None, beyond=True)
+        elif p is not None:
+            shown[figure] = ShownPrediction(p.value, p.low, p.high)
+    return shown
 
 
 def _by_setting(records: Sequence[Measurement]) -> Dict[SettingKey, Dict[GridKey, List[Measurement]]]:

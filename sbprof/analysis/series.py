@@ -28,7 +28,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from sbprof.analysis.growth import GrowthChoice, GrowthFit, choose_growth_law, crossovers, fit_growth_form
 from sbprof.base.errors import ConfigError
-from sbprof.analysis.figures import batch_memory_gb, peak_gb, setting_sort_key
+from sbprof.analysis.figures import Outcome, batch_memory_gb, peak_gb, setting_sort_key
 from sbprof.record import Energy, Measurement
 from sbprof.record.results import Results
 from sbprof.base.stats import summarise
@@ -141,7 +141,7 @@ class Series:
     model: str
     params: Optional[int]
     points: Tuple[Point, ...]
-    failures: Tuple[Tuple[float, Measurement], ...]
+    failures: Tuple[Tuple[float, Outcome], ...]
     growth: Optional[GrowthChoice]
     power: Optional[GrowthFit]
     growth_note: str = ""
@@ -205,7 +205,7 @@ def build_series(results: Results, setting: Optional[Tuple[str, int]] = None) ->
                 points.append(summarise_point(x, ok))
                 run_medians[x] = [summarise(m.wall_s).median for m in ok]
             else:
-                failures.append((x, by_x[x][0]))  # its record: renderers say what went wrong
+                failures.append((x, Outcome.of(by_x[x][0])))  # renderers say what went wrong
         params = next((m.counts.params for m in records if m.counts is not None and m.counts.params), None)
         choice, power, note = _fit(run_medians) if points else (None, None, "no point measured")
         out.append(Series(variant=variant, model=records[0].cell.model, params=params, points=tuple(points),

@@ -18,8 +18,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from sbprof.analysis.costmodel import HeldOutReport
 from sbprof.analysis.intervals import RunsSummary, SpreadPrior
+from sbprof.analysis.cell_rows import CellRow, predicted_rows, record_row
 from sbprof.analysis.figures import batch_audio_seconds, busy_rtf, cell_figures, cell_sort_key, setting_sort_key
-from sbprof.analysis.predictions import CellPrediction, held_out_validation, predict_cells
+from sbprof.analysis.predictions import (CellPrediction, ShownPrediction, held_out_validation, predict_cells,
+                                         shown_predictions)
 from sbprof.record import STATUSES, Env, Measurement
 from sbprof.record.results import Results
 from sbprof.analysis.runs import (NoiseFloor, group_runs, median_over_runs, noise_floor, representative, rtf_over_runs,
@@ -34,24 +36,39 @@ housekeeping, the runner waiting on its pipe)."""
 
 
 @dataclass(frozen=True)
+class BusyRtf:
+    """Host-busy and GPU-busy RTF of a cell's profiled batch, beside that batch's own RTF (``profiled``)."""
+
+    host: float
+    gpu: float
+    profiled: float
+
+
+@dataclass(frozen=True)
 class SweepCell:
     """One grid cell of one setting: what its runs measured, or its status, and its predictions.
 
-    ``rep`` is the record that speaks for the cell (its first successful run,
-    else its first run); ``one_run`` the RTF over the batches of a cell measured
-    once, ``over_runs`` the RTF over runs of a cell measured several times.
+    ``status`` and ``message`` are those of the record that speaks for the
+    cell (its first successful run, else its first run); ``one_run`` the RTF
+    over the batches of a cell measured once, ``over_runs`` the RTF over runs
+    of a cell measured several times; ``busy_error`` why its profiled batch
+    gave no busy time; ``predicted``: keyed ``rtf``, ``rtfx``,
+    ``batch_memory_bytes``, ``peak_memory_bytes``, the predictions its
+    tables show.
     """
 
-    rep: Measurement
+    status: str
     runs: int
+    message: str = ""
     one_run: Optional[Stats] = None
     over_runs: Optional[RunsSummary] = None
     target_missed: bool = False
     rtfx: Optional[float] = None
-    busy: Optional[Dict[str, float]] = None
+    busy: Optional[BusyRtf] = None
+    busy_error: Optional[str] = None
     added_bytes: Optional[float] = None
     peak_bytes: Optional[float] = None
-    predictions: Dict[str, CellPrediction] = field(default_factory=dict)
+    predicted: Dict[str, ShownPrediction] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -98,6 +115,16 @@ class SweepSetting:
     @property
     def on_cuda(self) -> bool:
         return self.device.startswith("cuda")
+
+    @property
+    def measured_cells(self) -> int:
+        """Cells with at least one successful run."""
+        return sum(1 for c in self.cells.values() if c.runs)
+
+    @property
+    def held_out_inside(self) -> Dict[str, int]:
+        """Per held-out figure, the corner cells inside their 95 % interval (or above their bound)."""
+        return {figure: sum(c.inside for c in r.cells) for figure, r in self.held_out.items()}
 
     @property
     def oversubscribed(self) -> bool:
@@ -147,7 +174,7 @@ class SweepSummary:
     """Everything a sweep's reports show (see the module docstring)."""
 
     models: List[SweepModel]
-    records: List[Tuple[Measurement, Dict[str, Any]]]
+    rows: List[CellRow]
     counts: Dict[str, int]
     env: Optional[Env]
     example_audio: Optional[str]
@@ -160,12 +187,18 @@ class SweepSummary:
     process_warmup: bool = False
 
 
+def _busy(m: Measurement) -> Optional[BusyRtf]:
+    busy = busy_rtf(m)
+    return None if busy is None else BusyRtf(busy["host_busy_rtf"], busy["gpu_busy_rtf"], busy["profiled_rtf"])
+
+
 def _cell(runs: Sequence[Measurement], predictions: Dict[str, CellPrediction],
           prior: Optional[SpreadPrior]) -> SweepCell:
     rep = representative(runs)
     ok = [m for m in runs if m.ok and m.wall_s]
     if not ok:
-        return SweepCell(rep=rep, runs=0, predictions=predictions)
+        return SweepCell(status=rep.status, runs=0, message=rep.message,
+                         predicted=shown_predictions(rep.cell.grid_key, predictions))
     summary = rtf_over_runs(ok, float(rep.settings.get("repeats", {}).get("confidence", 0.95)), prior)
     policy = rep.settings.get("repeats", {})
     target = policy.get("target") if policy.get("runs") == "adaptive" else None
@@ -173,15 +206,15 @@ def _cell(runs: Sequence[Measurement], predictions: Dict[str, CellPrediction],
         summary.interval.confidence >= float(policy.get("confidence", 0.95)) and summary.interval.within(target))
     memory = "cuda" if rep.cell.device.startswith("cuda") else "rss"
     return SweepCell(
-        rep=rep, runs=len(ok),
+        status=rep.status, runs=len(ok), message=rep.message,
         one_run=summarise([w / batch_audio_seconds(ok[0]) for w in ok[0].wall_s]) if len(ok) == 1 else None,
         over_runs=summary if len(ok) > 1 else None, target_missed=missed,
-        rtfx=1 / summary.interval.median if summary.interval.median > 0 else None, busy=busy_rtf(rep),
+        rtfx=1 / summary.interval.median if summary.interval.median > 0 else None, busy=_busy(rep),
+        busy_error=rep.extra.get("extra_error"),
         added_bytes=median_over_runs(ok, lambda m: getattr(m.memory, f"peak_{memory}_delta_bytes", None)
                                      if m.memory else None),
         peak_bytes=median_over_runs(ok, lambda m: getattr(m.memory, f"peak_{memory}_bytes", None)
-                                    if m.memory else None),
-        predictions=predictions)
+                                    if m.memory else None))
 
 
 def _others(groups: List[List[Measurement]], threads: int, cores: Optional[int]) -> Optional[OthersLoad]:
@@ -209,7 +242,8 @@ def _setting(device: str, threads: int, records: List[Measurement], references: 
                            priors[worker_group(runs[0])])
     loads = [m.extra["loadavg_1m"] for m in records if "loadavg_1m" in m.extra]
     ok = [c for c in cells.values() if c.runs]
-    policy = next((c.rep.settings.get("repeats", {}) for c in ok), {})
+    policy = next((representative(runs).settings.get("repeats", {}) for runs in groups
+                   if any(m.ok and m.wall_s for m in runs)), {})
     target = policy.get("target") if policy.get("runs") == "adaptive" else None
     several = [c for c in ok if c.over_runs is not None]
     spreads = [c.over_runs.run_cv for c in several if c.over_runs.run_cv is not None]
@@ -291,10 +325,14 @@ def analyse(results: Results) -> SweepSummary:
     fill, validate = wanted.get("fill", True), wanted.get("validate", True)
     firsts = [representative(runs) for runs in group_runs(records).values()]
     references = _by_model(results.calibration)
+    by_model = _by_model(records)
+    models = {(model, variant): _model(model, variant, group, references.get((model, variant), []), fill, validate)
+              for (model, variant), group in by_model.items()}
     return SweepSummary(
-        models=[_model(model, variant, group, references.get((model, variant), []), fill, validate)
-                for (model, variant), group in _by_model(records).items()],
-        records=[(m, cell_figures(m)) for m in sorted(records, key=cell_sort_key)],
+        models=list(models.values()),
+        rows=[record_row(m, cell_figures(m)) for m in sorted(records, key=cell_sort_key)]
+        + [row for (model, variant), group in by_model.items() for row in
+           predicted_rows(model, variant or None, models[(model, variant)].predicted)],
         counts={s: sum(m.status == s for m in firsts) for s in STATUSES},
         env=next((m.env for m in records if m.env is not None), None),
         example_audio=first.settings.get("example_audio") if first else None, input=first.cell.input if first else "",

@@ -63,7 +63,8 @@ def merge(argv: List[str], prog: str) -> int:
             error(refusal)
             return EXIT_CONFIG
     from sbprof.analysis.machines import analyse_machines
-    from sbprof.report.machines import write_merged_report
+    from sbprof.jobs.render import write_files
+    from sbprof.report.machines import render
     from sbprof.results import RESULTS_FILE, prepare_output_folder
     from sbprof.results.merge import load_machines
 
@@ -76,7 +77,7 @@ def merge(argv: List[str], prog: str) -> int:
         if output.resolve() in inputs or (output / RESULTS_FILE).exists():
             raise ConfigError(f"--output {args.output!r} holds results of its own (an input folder, or another "
                               "run's): its report would be replaced; give a new folder")
-        return write_merged_report(analyse_machines(machines), output)
+        return write_files(render(analyse_machines(machines)), output)
 
     return _report(write, args.output)
 

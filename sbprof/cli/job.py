@@ -131,8 +131,7 @@ def render_only(entry: JobEntry, target: str, rest: List[str]) -> int:
 
 def show_report(cfg: Any, outcome: "Outcome") -> None:
     """Print the job's ``report.md`` (jobs whose report is short enough to read in a terminal)."""
-    # TRANSITION: a renderer not yet converted to {file name: content} still names its report "report".
-    report = outcome.outputs.get("report.md") or outcome.outputs.get("report")
+    report = outcome.outputs.get("report.md")
     if report is not None and report.is_file():
         print(report.read_text())
 

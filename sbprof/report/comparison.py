@@ -9,13 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Union
 
-from sbprof.analysis.comparison import CompareSetting, ComparisonSummary
+from sbprof.analysis.comparison import CompareSetting, ComparisonSummary, VariantSetup
 from sbprof.analysis.series import VARIED, Crossover, Point, Series
 from sbprof.record.cell import setting_name
 from sbprof.report.cells_csv import render_csv
-from sbprof.report.format import plural, sig3, status_text, table
+from sbprof.report.format import known, plural, sig3, status_text, table
 from sbprof.report.plot import Line, growth_label, render_series_plots
-from sbprof.results.files import atomic_write
 from sbprof.base.stats import METRICS
 
 REPORT_FILE = "report.md"
@@ -64,34 +63,33 @@ def _energy_cell(p: Point) -> str:
 
 
 def _setup_lines(summary: ComparisonSummary) -> List[str]:
-    rules, m = summary.rules, summary.machine
+    schedule, m = summary.schedule, summary.machine
     vary = summary.vary
-    fixed = (f"{rules['audio_s']:g} s per utterance" if vary == "batch_size"
-             else f"batch size {rules.get('batch_size', '?')}")
+    fixed = (f"{schedule.audio_s:g} s per utterance" if vary == "batch_size"
+             else f"batch size {known(schedule.batch_size)}")
     source = (f"real recording `{summary.example_audio}`, fitted to each length" if summary.example_audio
               else "seeded noise")
     settings = "; ".join(f"{s.device}, {plural(s.threads, 'thread')}" for s in summary.settings)
     return [
         f"- **Varied**: {VARIED.get(vary, vary)}: {', '.join(f'{v:g}' for v in summary.values)} ({fixed})",
-        f"- **Schedule**: {plural(rules.get('warmup', 0), 'warm-up call')}, then "
-        f"{plural(rules.get('measured', 0), 'measured call')} per point, then one call for memory; each variant "
+        f"- **Schedule**: {plural(schedule.warmup, 'warm-up call')}, then "
+        f"{plural(schedule.measured, 'measured call')} per point, then one call for memory; each variant "
         f"in {plural(summary.runs, 'fresh worker process', 'fresh worker processes')} (runs interleaved across variants)",
         f"- **Setting{'s' if len(summary.settings) > 1 else ''}**: {settings or '?'}",
-        f"- **Input**: {source} (`{rules.get('input', '?')}`)",
-        f"- **Machine**: {m.get('cpu', '?')} ({m.get('cpu_count', '?')} logical cores), GPU: {m.get('gpu') or 'none'}; "
-        f"torch {m.get('torch', '?')}, speechbrain {m.get('speechbrain', '?')}, Python {m.get('python', '?')}",
+        f"- **Input**: {source} (`{known(schedule.input)}`)",
+        f"- **Machine**: {known(m.cpu)} ({known(m.cpu_count)} logical cores), GPU: {m.gpu or 'none'}; "
+        f"torch {known(m.torch)}, speechbrain {known(m.speechbrain)}, Python {known(m.python)}",
         f"- **Energy**: {summary.energy}",
     ]
 
 
-def _variant_rows(models: Dict[str, Dict], series: Sequence[Series]) -> List[List[str]]:
+def _variant_rows(models: Dict[str, VariantSetup], series: Sequence[Series]) -> List[List[str]]:
     rows = []
     for s in series:
-        info = models.get(s.variant, {})
-        how = info.get("type") or f"module `{info.get('module', '?')}`"
-        overrides = info.get("overrides")
-        if overrides:
-            how += ", " + ", ".join(f"{k}={v}" for k, v in overrides.items())
+        info = models.get(s.variant, VariantSetup())
+        how = info.type or f"module `{known(info.module)}`"
+        if info.overrides:
+            how += ", " + ", ".join(f"{k}={v}" for k, v in info.overrides.items())
         params = f"{s.params / 1e6:.2f} M" if s.params else "n/a"
         rows.append([s.variant, f"`{Path(s.model).name}`", how, params, growth_text(s), exponent_text(s)])
     return rows
@@ -158,7 +156,7 @@ def render_comparison(summary: ComparisonSummary, plots: Optional[Dict[str, Dict
 
     ``plots`` maps a setting's name (``cpu, 1 thread``) to ``latency``/``memory`` paths relative to the report.
     """
-    if not summary.records:
+    if not summary.rows:
         return f"# {title}\n\nNo point recorded yet.\n"
     lines = [f"# {title}", ""] + _setup_lines(summary)
     several = len(summary.settings) > 1
@@ -174,13 +172,12 @@ def setting_label(setting: CompareSetting) -> str:
     return f"{setting.device}, {plural(setting.threads, 'thread')}"
 
 
-def render(summary: ComparisonSummary, folder: Union[str, Path]) -> Dict[str, Path]:
-    """Write ``report.md``, ``results.csv`` and the plots into ``folder``; return their paths."""
-    folder = Path(folder)
+def render(summary: ComparisonSummary) -> Dict[str, Union[str, bytes]]:
+    """``report.md``, ``results.csv`` and each setting's latency and memory plots: file name -> content."""
     m = summary.machine
-    where = m.get("hostname") or f"{m.get('cpu', '?')} ({m.get('cpu_count', '?')} cores)"
+    where = m.hostname or f"{known(m.cpu)} ({known(m.cpu_count)} cores)"
     several = len(summary.settings) > 1
-    written: Dict[str, Path] = {}
+    pngs: Dict[str, bytes] = {}
     embedded: Dict[str, Dict[str, str]] = {}
     for setting in summary.settings:
         series = [s for s in setting.series if s.points]
@@ -189,10 +186,7 @@ def render(summary: ComparisonSummary, folder: Union[str, Path]) -> Dict[str, Pa
         lines = [Line(growth_label(s), s, f"C{i % 10}") for i, s in enumerate(series)]
         prefix = f"{setting_name(setting.device, setting.threads)}-" if several else ""
         plots = render_series_plots(lines, summary.vary, setting.crossovers, f"{where}: {setting_label(setting)}",
-                                    folder, prefix)
-        embedded[setting_label(setting)] = {n: str(p.relative_to(folder)) for n, p in plots.items()}
-        written.update({f"{prefix}{n} plot": p for n, p in plots.items()})
-    paths = {"report": folder / REPORT_FILE, "csv": folder / CSV_FILE}
-    atomic_write(paths["report"], render_comparison(summary, embedded))
-    atomic_write(paths["csv"], render_csv(summary.records))
-    return {**paths, **written}
+                                    prefix)
+        embedded[setting_label(setting)] = {n: path for n, (path, _) in plots.items()}
+        pngs.update(plots.values())
+    return {REPORT_FILE: render_comparison(summary, embedded), CSV_FILE: render_csv(summary.rows), **pngs}

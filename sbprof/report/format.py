@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Protocol
 
 from tabulate import tabulate
 
-from sbprof.record import Measurement
 from sbprof.base.stats import GB
 
 MESSAGE_CHARS = 40
@@ -45,14 +44,22 @@ def bytes_in(unit: str, n: Optional[float]) -> str:
     return f"{n / {'GB': GB, 'MB': 1e6}[unit]:.3f}"
 
 
-def status_text(m: Optional[Measurement]) -> Optional[str]:
+class HasStatus(Protocol):
+    """Anything with a record's ``status`` (``ok``, ``skipped``, ``oom``, ``error``) and ``message``."""
+
+    status: str
+    message: str
+
+
+def status_text(m: Optional[HasStatus]) -> Optional[str]:
     """What a cell shows instead of a number, or ``None`` when it has numbers.
 
     Example
     -------
-    >>> status_text(Measurement(label="c", status="oom"))
+    >>> from sbprof.analysis.sweep import SweepCell
+    >>> status_text(SweepCell(status="oom", runs=0))
     'OOM'
-    >>> status_text(Measurement(label="c", status="error", message="ValueError: bad | shape"))
+    >>> status_text(SweepCell(status="error", runs=0, message="ValueError: bad | shape"))
     'error: ValueError: bad / shape'
     """
     if m is None:
@@ -67,6 +74,17 @@ def status_text(m: Optional[Measurement]) -> Optional[str]:
     if len(text) > MESSAGE_CHARS:
         text = text[: MESSAGE_CHARS - 1] + "…"
     return f"{label}: {text}"
+
+
+def known(value: object) -> str:
+    """A recorded value as text, ``?`` where none was recorded.
+
+    Example
+    -------
+    >>> known(16), known(None)
+    ('16', '?')
+    """
+    return "?" if value is None else str(value)
 
 
 def plural(n: int, word: str, many: str = "") -> str:

@@ -1,8 +1,6 @@
 """The regression gate's verdicts as a table, a summary line and notes (formats a gate report; never judges)."""
 from __future__ import annotations
 
-from typing import Dict
-
 from sbprof.analysis.gate import GATE_METRICS, RUN_LEVEL, GateReport
 from sbprof.report.format import table
 
@@ -17,14 +15,11 @@ def render_gate(report: GateReport) -> str:
         why = [v.reason if v else "", r.note if r.note and (not v or r.method != RUN_LEVEL) else ""]
         rows.append([r.cell, r.status, change, f"{r.baseline_runs} / {r.candidate_runs}", how,
                      "; ".join(w for w in why if w)])
-    counts: Dict[str, int] = {}
-    for r in report.rows:
-        counts[r.status] = counts.get(r.status, 0) + 1
     lines = [f"sbprof compare: {report.metric} ({GATE_METRICS[report.metric]}), each run's {report.statistic}; "
              f"regressed = more than {100 * report.threshold:g}% worse with the {100 * report.confidence:g}% "
              "interval excluding no change",
              "", table(rows, ["cell", "verdict", "new / baseline [interval]", "runs base / new", "how", "why"]), "",
-             ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))]
+             ", ".join(f"{n} {status}" for status, n in report.verdict_counts.items())]
     if any(r.method != RUN_LEVEL and r.verdict for r in report.rows):
         lines.append("WITHIN-RUN rows treat every call as a sample: between-process noise (~10% here) is unseen, "
                      "so they flag unchanged code far more often than the stated level.")

@@ -7,27 +7,31 @@ sweep's RTF per grid cell with (machine, setting) as columns.
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Dict, List, Optional, Union
 
+from sbprof.analysis.figures import MachineInfo
 from sbprof.analysis.machines import GridRtf, MachinesSummary
 from sbprof.analysis.series import VARIED
 from sbprof.report.comparison import exponent_text, latency_text, x_text
-from sbprof.report.format import plural, sig3, status_text, table
-from sbprof.report.plot import PLOT_DIR, Line, latency_figure, without_fit, write_png
-from sbprof.results.files import atomic_write
+from sbprof.report.format import known, plural, sig3, status_text, table
+from sbprof.report.plot import PLOT_DIR, Line, latency_figure, png_bytes, without_fit
 from sbprof.base.stats import METRICS
 
 REPORT_FILE = "report.md"
 LINE_STYLES = ["-", "--", ":", "-."]
 
 
-def environment_text(machine: Dict) -> str:
-    """``CPU (N logical cores); GPU; torch ...`` from a results file's machine block."""
-    gpu = f"{machine.get('gpu')} (CUDA {machine.get('cuda')})" if machine.get("gpu") else "no GPU"
-    return (f"{machine.get('cpu', '?')} ({machine.get('cpu_count', '?')} logical cores); {gpu}; torch "
-            f"{machine.get('torch', '?')}, speechbrain {machine.get('speechbrain', '?')}, Python "
-            f"{machine.get('python', '?')}")
+def environment_text(machine: MachineInfo) -> str:
+    """``CPU (N logical cores); GPU; torch ...`` of a machine.
+
+    Example
+    -------
+    >>> environment_text(MachineInfo(cpu="Xeon", cpu_count=16, torch="2.14.1"))
+    'Xeon (16 logical cores); no GPU; torch 2.14.1, speechbrain ?, Python ?'
+    """
+    gpu = f"{machine.gpu} (CUDA {machine.cuda})" if machine.gpu else "no GPU"
+    return (f"{known(machine.cpu)} ({known(machine.cpu_count)} logical cores); {gpu}; torch "
+            f"{known(machine.torch)}, speechbrain {known(machine.speechbrain)}, Python {known(machine.python)}")
 
 
 def _column(label: str, device: str, threads: int, columns: int) -> str:
@@ -79,7 +83,7 @@ def render_merged(summary: MachinesSummary, plots: Optional[Dict[str, str]] = No
                   title: str = "sbprof results of several machines") -> str:
     """Markdown of several machines' results side by side."""
     lines = [f"# {title}", "", "## Machines", "",
-             table([[m.label, environment_text(m.results.machine), f"`{m.source}`"] for m in summary.machines],
+             table([[m.label, environment_text(m.environment), f"`{m.source}`"] for m in summary.machines],
                    ["machine", "environment", "results"])]
     lines += _compare_sections(summary) if summary.job == "compare-models" else _sweep_sections(summary)
     for name, path in (plots or {}).items():
@@ -97,14 +101,11 @@ def machines_lines(summary: MachinesSummary) -> List[Line]:
             for i, c in enumerate(columns) for s in c.series if s.points]
 
 
-def write_merged_report(summary: MachinesSummary, folder: Union[str, Path]) -> Dict[str, Path]:
-    """Write ``report.md`` (and, for comparisons, a latency plot of every machine) into ``folder``."""
-    folder = Path(folder)
-    plots: Dict[str, Path] = {}
+def render(summary: MachinesSummary) -> Dict[str, Union[str, bytes]]:
+    """``report.md`` and, for comparisons, ``plots/machines-latency.png`` (a line per machine): file name -> content."""
+    plots: Dict[str, bytes] = {}
     lines = machines_lines(summary) if summary.job == "compare-models" else []
     if lines:
-        figure = latency_figure(lines, summary.vary, title="Latency per machine")
-        plots["machines latency"] = write_png(figure, folder / PLOT_DIR / "machines-latency.png")
-    path = folder / REPORT_FILE
-    atomic_write(path, render_merged(summary, {n: str(p.relative_to(folder)) for n, p in plots.items()}))
-    return {"report": path, **{f"{n} plot": p for n, p in plots.items()}}
+        plots[f"{PLOT_DIR}/machines-latency.png"] = png_bytes(latency_figure(lines, summary.vary,
+                                                                              title="Latency per machine"))
+    return {REPORT_FILE: render_merged(summary, {"machines latency": path for path in plots}), **plots}

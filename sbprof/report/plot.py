@@ -4,7 +4,8 @@ Figures are built on ``matplotlib.figure.Figure`` with an Agg canvas, never
 through pyplot: no global backend is switched and no figure outlives its
 call, so importing sbprof changes nothing in a user's plotting session.
 Each ``*_figure`` function returns the figure (tests read its lines, labels
-and scales); ``render_*`` functions write PNGs atomically and return their paths.
+and scales); :func:`png_bytes` turns one into the PNG a renderer returns
+(:mod:`sbprof.jobs.render` writes the files).
 
 Log axes where they help: an axis is logarithmic when all its values are
 positive and span at least :data:`LOG_SPAN` times (a power law is then a
@@ -12,6 +13,7 @@ straight line whose slope is its exponent), linear otherwise.
 """
 from __future__ import annotations
 
+import io
 import os
 import tempfile
 from dataclasses import dataclass
@@ -46,8 +48,24 @@ def axis_scale(values: Sequence[float]) -> str:
     return "log" if max(values) / min(values) >= LOG_SPAN else "linear"
 
 
+def png_bytes(figure: Figure) -> bytes:
+    """The PNG of ``figure``, rendered in memory.
+
+    Example
+    -------
+    >>> png_bytes(new_figure()[0])[:4]
+    b'\\x89PNG'
+    """
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
 def write_png(figure: Figure, path: Union[str, Path]) -> Path:
-    """Save ``figure`` as a PNG at ``path`` atomically (readers see the old file or the new one)."""
+    """Save ``figure`` as a PNG at ``path`` atomically (readers see the old file or the new one).
+
+    TRANSITION: only :mod:`sbprof.report.stream_plot` still writes its plots; the others return :func:`png_bytes`.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
@@ -177,12 +195,11 @@ def memory_figure(lines: Sequence[Line], vary: str, title: str = "") -> Figure:
 
 
 def render_series_plots(lines: Sequence[Line], vary: str, crossings: Sequence[Crossover], title: str,
-                        folder: Union[str, Path], prefix: str = "") -> Dict[str, Path]:
-    """``plots/<prefix>latency.png`` and ``plots/<prefix>memory.png`` of series; returns ``{"latency", "memory"}``."""
-    plots = Path(folder) / PLOT_DIR
-    return {"latency": write_png(latency_figure(lines, vary, crossings, f"Latency: {title}"),
-                                 plots / f"{prefix}latency.png"),
-            "memory": write_png(memory_figure(lines, vary, f"Memory: {title}"), plots / f"{prefix}memory.png")}
+                        prefix: str = "") -> Dict[str, Tuple[str, bytes]]:
+    """The latency and memory plots of series: ``{"latency": ("plots/<prefix>latency.png", png), "memory": ...}``."""
+    return {"latency": (f"{PLOT_DIR}/{prefix}latency.png",
+                        png_bytes(latency_figure(lines, vary, crossings, f"Latency: {title}"))),
+            "memory": (f"{PLOT_DIR}/{prefix}memory.png", png_bytes(memory_figure(lines, vary, f"Memory: {title}")))}
 
 
 def without_fit(s: Series) -> Series:

@@ -14,17 +14,16 @@ from sbprof.analysis.sweep import GridKey, SweepCell
 from sbprof.report.format import MESSAGE_CHARS, bytes_in, plural, sig3, status_text
 
 Render = Callable[[SweepCell], str]
+Predicted = Callable[[SweepCell], Optional[str]]
 
 
 def grid_table(cells: Dict[GridKey, SweepCell], audio_secs: Sequence[float], batch_sizes: Sequence[int],
-               render: Render, predicted: Optional[Callable[[GridKey, SweepCell], Optional[str]]] = None) -> str:
+               render: Render, predicted: Optional[Predicted] = None) -> str:
     """One github-format table: rows audio lengths, columns batch sizes; a cell renders its summary.
 
     Example
     -------
-    >>> from sbprof.record import Cell, Measurement
-    >>> m = Measurement(label="c", status="skipped", cell=Cell(audio_s=1, batch_size=2))
-    >>> print(grid_table({(1, 2): SweepCell(rep=m, runs=0)}, [1], [1, 2], render=str))
+    >>> print(grid_table({(1, 2): SweepCell(status="skipped", runs=0)}, [1], [1, 2], render=str))
     | audio \\ batch   | 1            | 2       |
     |-----------------|--------------|---------|
     | 1 s             | not measured | skipped |
@@ -34,10 +33,10 @@ def grid_table(cells: Dict[GridKey, SweepCell], audio_secs: Sequence[float], bat
         row = [f"{a:g} s"]
         for b in batch_sizes:
             cell = cells.get((a, b))
-            status = status_text(cell.rep if cell else None)
-            guess = predicted((a, b), cell) if predicted is not None and cell is not None and not cell.runs else None
+            status = status_text(cell)
+            guess = predicted(cell) if predicted is not None and cell is not None and not cell.runs else None
             if guess is not None:
-                status = guess if cell.rep.status == "skipped" else f"{status} {guess}"
+                status = guess if cell.status == "skipped" else f"{status} {guess}"
             row.append(status or render(cell))
         rows.append(row)
     headers = ["audio \\ batch"] + [str(b) for b in batch_sizes]
@@ -64,10 +63,10 @@ def rtfx_text(cell: SweepCell) -> str:
 
 def busy_text(cell: SweepCell) -> str:
     if cell.busy is None:
-        error = cell.rep.extra.get("extra_error")
+        error = cell.busy_error
         return f"n/a ({error[:MESSAGE_CHARS]})".replace("|", "/") if error else "n/a"
     busy = cell.busy
-    return f"{busy['host_busy_rtf']:.2E} / {busy['gpu_busy_rtf']:.2E} of {busy['profiled_rtf']:.2E}"
+    return f"{busy.host:.2E} / {busy.gpu:.2E} of {busy.profiled:.2E}"
 
 
 def memory_text(which: str, unit: str) -> Render:
@@ -78,33 +77,28 @@ def memory_text(which: str, unit: str) -> Render:
 BEYOND = "beyond the measured range"
 
 
-def rtfx_prediction_text(key: GridKey, cell: SweepCell) -> Optional[str]:
-    """``~value [low, high] (pred)`` in RTFx (audio seconds / predicted time) for a cell with a predicted time;
-    beyond the measured range, ``<= bound`` (a time bounded below is an RTFx bounded above)."""
-    p = cell.predictions.get("time_s")
+def rtfx_prediction_text(cell: SweepCell) -> Optional[str]:
+    """``~value [low, high] (pred)`` of a cell's predicted RTFx; beyond the measured range, ``<= bound`` (a time
+    bounded below is an RTFx bounded above)."""
+    p = cell.predicted.get("rtfx")
     if p is None:
         return None
-    audio = key[0] * key[1]
-    if p.beyond is not None:
-        return f"{BEYOND}: <= {sig3(audio / p.low)}" if p.low else None
-    if p.value <= 0:
-        return None
-    high = sig3(audio / p.low) if p.low > 0 else "inf"
-    return f"~{sig3(audio / p.value)} [{sig3(audio / p.high)}, {high}] (pred)"
+    if p.beyond:
+        return f"{BEYOND}: <= {sig3(p.high)}"
+    return f"~{sig3(p.value)} [{sig3(p.low)}, {'inf' if p.high is None else sig3(p.high)}] (pred)"
 
 
-def prediction_text(figure: str, unit: str) -> Callable[[GridKey, SweepCell], Optional[str]]:
-    """``~value [low, high] (pred)`` for a cell's predicted figure, in RTF for time or the unit for memory;
-    ``beyond the measured range: >= bound`` where only a lower bound is known."""
+def prediction_text(figure: str, unit: str) -> Predicted:
+    """``~value [low, high] (pred)`` for a cell's predicted ``figure`` (``rtf``, or a memory figure shown in
+    ``unit``); ``beyond the measured range: >= bound`` where only a lower bound is known."""
 
-    def render(key: GridKey, cell: SweepCell) -> Optional[str]:
-        p = cell.predictions.get(figure)
+    def render(cell: SweepCell) -> Optional[str]:
+        p = cell.predicted.get(figure)
         if p is None:
             return None
-        audio = key[0] * key[1]
-        text = (lambda v: sig3(v / audio)) if figure == "time_s" else (lambda v: bytes_in(unit, v))
-        if p.beyond is not None:
-            return f"{BEYOND}: >= {text(p.low)}" if p.low is not None else None
+        text = sig3 if figure == "rtf" else (lambda v: bytes_in(unit, v))
+        if p.beyond:
+            return f"{BEYOND}: >= {text(p.low)}"
         return f"~{text(p.value)} [{text(p.low)}, {text(p.high)}] (pred)"
 
     return render

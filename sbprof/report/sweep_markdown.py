@@ -88,9 +88,8 @@ def _repeats_text(s: SweepSetting) -> List[str]:
             "cells and settings" if len(counts) > 1 else
             f"Runs: each cell was measured in {counts[0]} fresh worker processes, interleaved over cells and settings")
     if s.target is not None:
-        measured = sum(1 for c in s.cells.values() if c.runs)
         text += (f"; adaptive repeats stopped a cell once its interval was within +-{100 * s.target:g} % of its median "
-                 f"or at {s.max_runs} runs: {s.met} of {measured} cells met the target (`*` marks the others).")
+                 f"or at {s.max_runs} runs: {s.met} of {s.measured_cells} cells met the target (`*` marks the others).")
     else:
         text += " (fixed repeats)."
     return ["", text]
@@ -119,7 +118,7 @@ def _setting_section(model: SweepModel, s: SweepSetting, n_measured: int, headin
     lines += _repeats_text(s)
     sub = heading + "#"
     lines += ["", f"{sub} Real-time factor (RTF)", "", _rtf_definition(s, n_measured),
-              "", grid_table(s.cells, audio_secs, batch_sizes, rtf_text, prediction_text("time_s", ""))]
+              "", grid_table(s.cells, audio_secs, batch_sizes, rtf_text, prediction_text("rtf", ""))]
     if s.on_cuda:
         lines += ["", f"{sub} Host busy / GPU busy", "",
                   f"From one extra profiled batch per cell (run in a separate process after the timed ones): "
@@ -170,7 +169,7 @@ def _held_out_lines(s: SweepSetting, heading: str) -> List[str]:
             errors = ", ".join("bound" if c.rel_error is None else f"{100 * c.rel_error:+.1f} %" for c in r.cells)
             median = r.median_abs_rel_error
             table.append([name, "n/a" if median is None else f"{100 * median:.1f} %", errors,
-                          f"{sum(c.inside for c in r.cells)} of {len(r.cells)}"])
+                          f"{s.held_out_inside[figure]} of {len(r.cells)}"])
     return ["", f"{heading}# Held-out validation of the predictions", "",
             "The whole grid was measured, so the cost model was also fitted on the triangle cells alone "
             "(SpeechBrain's rule) to predict the corner, and compared with what was measured there: relative "
@@ -199,7 +198,7 @@ def render_markdown(summary: SweepSummary, title: str = "sbprof profiling report
     -------
     str
     """
-    if not summary.records:
+    if not summary.rows:
         return f"# {title}\n\nNo cells recorded yet.\n"
     lines = [f"# {title}", ""]
     for model in summary.models:

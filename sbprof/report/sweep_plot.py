@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Dict, Optional, Union
+from typing import Dict, Optional, Tuple
 
 from matplotlib.figure import Figure
 
 from sbprof.analysis.sweep import SweepModel, SweepSummary
-from sbprof.report.plot import PLOT_DIR, finish_axes, new_figure, write_png
+from sbprof.report.plot import PLOT_DIR, finish_axes, new_figure, png_bytes
 
 LINE_STYLES = ["-", "--", ":", "-."]
 
@@ -50,11 +50,11 @@ def sweep_figure(model: SweepModel, title: str) -> Optional[Figure]:
     return figure
 
 
-def render_sweep_plots(summary: SweepSummary, folder: Union[str, Path]) -> Dict[str, Path]:
-    """One PNG per model (``<folder>/plots/sweep-<model>.png``); returns model name (as the headings) -> path."""
+def render_sweep_plots(summary: SweepSummary) -> Dict[str, Tuple[str, bytes]]:
+    """One PNG per model with measured cells: model name (as the headings) -> (``plots/sweep-<model>.png``, png)."""
     out = {}
     for model in summary.models:
         figure = sweep_figure(model, f"{model.name}: RTF and memory versus audio length")
         if figure is not None:
-            out[model.name] = write_png(figure, Path(folder) / PLOT_DIR / f"sweep-{_slug(Path(model.name).name)}.png")
+            out[model.name] = (f"{PLOT_DIR}/sweep-{_slug(Path(model.name).name)}.png", png_bytes(figure))
     return out

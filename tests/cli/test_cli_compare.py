@@ -111,7 +111,7 @@ def test_gate_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, expected)
 def test_merge_writes_one_report_and_refuses_a_single_folder(tmp_path, capsys):
     a, b = save(tmp_path / "a", LEVELS), save(tmp_path / "b", LEVELS, cpu="Other")
     assert sbprof_main(["merge", str(a), str(b), "--output", str(tmp_path / "m")]) == 0
-    assert "report: " in capsys.readouterr().out and (tmp_path / "m" / "report.md").is_file()
+    assert "report.md: " in capsys.readouterr().out and (tmp_path / "m" / "report.md").is_file()
     assert main([str(a), "--output", str(tmp_path / "m2")], prog="sbprof merge") == 2
     assert "at least two results folders" in capsys.readouterr().err
 

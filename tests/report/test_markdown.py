@@ -21,7 +21,7 @@ def render_markdown(results):
 
 def render_csv(results):
     summary = analyse(results)
-    return cells_csv.render_csv(summary.records, summary.models)
+    return cells_csv.render_csv(summary.rows)
 
 
 def render_results(target):
@@ -202,15 +202,15 @@ def test_render_results_rereads_a_results_file(tmp_path):
     store = ResultStore(tmp_path, Results("profile", rules=dict(RULES)))
     store.add_many(measurements())
     outputs = render_results(tmp_path / "results.json")
-    report = outputs["report"].read_text()
+    report = outputs["report.md"].read_text()
     plot_line = "![RTF and memory versus audio length, encoder_asr](plots/sweep-encoder_asr.png)"
-    assert plot_line in report and outputs["plot encoder_asr"].stat().st_size > 0
+    assert plot_line in report and outputs["plots/sweep-encoder_asr.png"].stat().st_size > 0
     # the saved records re-render to the golden text, with the plot and its caption added under the header
     def text(lines):
         return [line for line in lines if line and line != plot_line and not line.startswith("The plot: median")]
 
     assert text(report.splitlines()) == text(GOLDEN.splitlines())
-    assert outputs["csv"].read_text() == render_csv(results(measurements()))
+    assert outputs["results.csv"].read_text() == render_csv(results(measurements()))
 
 
 def test_machine_load_is_stated_and_contention_flagged():
@@ -249,7 +249,7 @@ def test_a_version_1_results_file_still_renders(tmp_path):
                      "status": "ok", "message": "", "env": None, "extra": {},
                      "derived": {"rtf": {"median": 0.25}}}]}
     (tmp_path / "results.json").write_text(__import__("json").dumps(v1))
-    report = render_results(tmp_path)["report"].read_text()
+    report = render_results(tmp_path)["report.md"].read_text()
     assert "| 1 s             | 0.250 [0.175, 0.325] |" in report
     assert "| 1 s             | 1.235 |" in report and "| 1 s             | 0.052 |" in report
 

@@ -40,11 +40,12 @@ def test_comparison_markdown_states_setup_variants_laws_points_and_energy():
     assert "| quad      | 16 s                             | OOM" in text
 
 
-def test_reports_are_written_with_csv_and_plots(tmp_path):
-    outputs = render(analyse(comparison()), tmp_path)
-    assert set(outputs) == {"report", "csv", "latency plot", "memory plot"}
-    assert "(plots/memory.png)" in outputs["report"].read_text()
-    assert outputs["csv"].read_text().count("\n") == 1 + 9  # header + every record
+def test_reports_are_rendered_with_csv_and_plots():
+    outputs = render(analyse(comparison()))
+    assert set(outputs) == {"report.md", "results.csv", "plots/latency.png", "plots/memory.png"}
+    assert "(plots/memory.png)" in outputs["report.md"]
+    assert outputs["results.csv"].count("\n") == 1 + 9  # header + every record
+    assert outputs["plots/latency.png"].startswith(b"\x89PNG")
 
 
 def test_empty_results_render_a_placeholder():

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from compare_fakes import record, results_of
+from sbprof.analysis.figures import MachineInfo
 from sbprof.analysis.machines import analyse_machines
 from sbprof.base.errors import ConfigError
 from sbprof.record import Cell, Measurement
@@ -17,9 +18,8 @@ def render_merged(machines):
     return report.render_merged(analyse_machines(machines))
 
 
-def write_merged_report(machines, folder):
-    folder.mkdir()
-    return report.write_merged_report(analyse_machines(machines), folder)
+def render_files(machines):
+    return report.render(analyse_machines(machines))
 
 GPU_BOX = {"hostname": "gpu-box", "cpu": "Xeon", "cpu_count": 16, "gpu": "H100", "cuda": "13.0", "torch": "2.14.1",
            "speechbrain": "1.1.2", "python": "3.11.7"}
@@ -46,8 +46,8 @@ def test_machines_are_labelled_by_host_and_keep_their_own_records(tmp_path):
     machines = load_machines([a, b])
     assert [m.label for m in machines] == ["gpu-box", "laptop"]
     assert [len(m.results.records) for m in machines] == [3, 3]
-    assert "Xeon (16 logical cores); H100 (CUDA 13.0)" in environment_text(machines[0].results.machine)
-    assert "no GPU" in environment_text(machines[1].results.machine)
+    assert "Xeon (16 logical cores); H100 (CUDA 13.0)" in environment_text(MachineInfo.of(machines[0].results.machine))
+    assert "no GPU" in environment_text(MachineInfo.of(machines[1].results.machine))
 
 
 def test_merged_report_puts_machines_in_columns_with_each_machines_own_figures(tmp_path):
@@ -60,11 +60,12 @@ def test_merged_report_puts_machines_in_columns_with_each_machines_own_figures(t
     assert "## Machines" in text and "Xeon" in text and "EPYC" in text
 
 
-def test_merged_report_and_plot_are_written(tmp_path):
+def test_merged_report_and_plot_are_rendered(tmp_path):
     a, b = compare_folders(tmp_path)
-    outputs = write_merged_report(load_machines([a, b]), tmp_path / "merged")
-    assert outputs["report"].read_text().count("plots/machines-latency.png") == 1
-    assert outputs["machines latency plot"].stat().st_size > 10_000
+    outputs = render_files(load_machines([a, b]))
+    assert set(outputs) == {"report.md", "plots/machines-latency.png"}
+    assert outputs["report.md"].count("plots/machines-latency.png") == 1
+    assert len(outputs["plots/machines-latency.png"]) > 10_000
 
 
 def test_sweeps_merge_with_machine_and_setting_columns(tmp_path):

@@ -1,6 +1,8 @@
 """The sweep's plot: a line per setting and batch size, and a band that is the interval its table prints."""
 from __future__ import annotations
 
+import io
+
 import numpy as np
 from matplotlib.image import imread
 
@@ -39,12 +41,13 @@ def test_sweep_figure_has_a_line_per_setting_and_batch_size_without_skipped_cell
     assert rtf_ax.get_xlabel() == "seconds of audio per utterance" and mem_ax.get_ylabel().startswith("memory")
 
 
-def test_render_sweep_plots_writes_one_png_per_model(tmp_path):
-    paths = render_sweep_plots(analyse(sweep_results()), tmp_path)
-    assert list(paths) == ["encoder_asr"] and paths["encoder_asr"].name == "sweep-encoder_asr.png"
-    assert imread(paths["encoder_asr"]).shape[:2] == (520, 1500)  # two panels, 4 lines: 2 legend rows
+def test_render_sweep_plots_gives_one_png_per_model():
+    plots = render_sweep_plots(analyse(sweep_results()))
+    assert list(plots) == ["encoder_asr"] and plots["encoder_asr"][0] == "plots/sweep-encoder_asr.png"
+    image = imread(io.BytesIO(plots["encoder_asr"][1]), format="png")
+    assert image.shape[:2] == (520, 1500)  # two panels, 4 lines: 2 legend rows
     skipped = Results("profile", records=[Measurement(label="c", status="skipped")])
-    assert render_sweep_plots(analyse(skipped), tmp_path) == {}
+    assert render_sweep_plots(analyse(skipped)) == {}
 
 
 def test_the_band_is_the_interval_the_table_prints():

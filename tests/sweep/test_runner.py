@@ -314,7 +314,7 @@ def test_traces_and_render_only(tmp_path):
     (out / "report.md").unlink()
     (out / "results.csv").unlink()
     outputs = render_results(out)
-    assert outputs["report"].read_text() == report
+    assert outputs["report.md"].read_text() == report
     assert (out / "results.csv").is_file()
 
 
