@@ -17,10 +17,10 @@ Example
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Union
+from typing import Dict, List, Optional
 
 from sbprof.base.stats import Stats, summarise
-from sbprof.record.codec import Codec, from_json
+from sbprof.record.codec import Codec
 
 
 @dataclass(frozen=True)
@@ -71,10 +71,8 @@ class BreakdownSteps:
     cuda_mean_ms: Optional[float] = None
 
 
-def breakdown_steps(breakdown: Union[Breakdown, Dict[str, Any], None]) -> Optional[BreakdownSteps]:
-    """The step figures of a breakdown (or of its saved dict), or ``None`` without one or without step times."""
-    if isinstance(breakdown, dict):
-        breakdown = from_json(Breakdown, breakdown)
+def breakdown_steps(breakdown: Optional[Breakdown]) -> Optional[BreakdownSteps]:
+    """The step figures of a breakdown, or ``None`` without one or without step times."""
     if breakdown is None or not breakdown.step_ms_samples:
         return None
     cuda = breakdown.cuda_step_ms_samples

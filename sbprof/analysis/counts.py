@@ -9,11 +9,10 @@ operators ordered by FLOPs, each operator's calls over both passes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Dict, List, Optional
 
 from sbprof.analysis.figures import Outcome
-from sbprof.analysis.train import breakdown_steps
-from sbprof.base.stats import Stats
+from sbprof.analysis.breakdown import Breakdown, BreakdownSteps, breakdown_steps
 from sbprof.record.codec import Codec
 from sbprof.record.results import Results
 
@@ -125,8 +124,8 @@ class CountsSummary:
     outcome: Optional[Outcome]
     flops: Optional[FlopsCount] = None
     params: Optional[ParamsCount] = None
-    breakdown: Dict[str, Any] = field(default_factory=dict)
-    steps: Optional[Stats] = None
+    breakdown: Optional[Breakdown] = None
+    steps: Optional[BreakdownSteps] = None
 
 
 def analyse(results: Results) -> CountsSummary:
@@ -134,11 +133,12 @@ def analyse(results: Results) -> CountsSummary:
     record = results.records[-1] if results.records else None
     result = (record.extra.get("result") or {}) if record is not None and record.ok else {}
     job = results.job
+    breakdown = Breakdown.from_dict(result) if job == "modules" and result else None
     return CountsSummary(command=job, target=next(iter(results.models), "?"),
                          input=record.settings.get("input", "") if record is not None else "",
                          depth=int(results.rules.get("depth", 2)),
                          outcome=None if record is None else Outcome.of(record),
                          flops=FlopsCount.from_dict(result) if job == "flops" and result else None,
                          params=ParamsCount.from_dict(result) if job == "params" and result else None,
-                         breakdown=result if job == "modules" else {},
-                         steps=breakdown_steps(result) if job == "modules" else None)
+                         breakdown=breakdown,
+                         steps=breakdown_steps(breakdown))

@@ -6,12 +6,11 @@ one for the GPU clock on CUDA, one for memory when it was measured.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Union
+from typing import List, Optional
 
 from tabulate import tabulate
 
 from sbprof.analysis.breakdown import Breakdown, BreakdownSteps
-from sbprof.record.codec import from_json
 from sbprof.report.format import bytes_in, sig3
 
 TIME_HEADERS = ["module", "type", "calls", "forward ms", "fwd self ms", "backward ms", "bwd self ms", "total ms",
@@ -74,21 +73,19 @@ def _memory_table(data: Breakdown) -> Optional[str]:
     return tabulate(table, headers=MEMORY_HEADERS, tablefmt="github", disable_numparse=True)
 
 
-def render_breakdown(data: Union[Breakdown, Dict[str, Any]], steps: BreakdownSteps) -> str:
+def render_breakdown(data: Breakdown, steps: BreakdownSteps) -> str:
     """Markdown of one breakdown, with its step figures (:func:`~sbprof.analysis.breakdown.breakdown_steps`).
 
     Example
     -------
-    >>> data = {"step": "train", "mode": "light", "steps": 2, "step_ms_samples": [10.0, 12.0],
+    >>> data = Breakdown.from_dict({"step": "train", "mode": "light", "steps": 2, "step_ms_samples": [10.0, 12.0],
     ...         "rows": [{"label": "enc", "type": "Enc", "depth": 0, "calls": 1.0, "total_ms": 8.0, "share": 0.727,
-    ...                   "forward_ms": 3.0, "forward_self_ms": 3.0, "backward_ms": 5.0, "backward_self_ms": 5.0}]}
+    ...                   "forward_ms": 3.0, "forward_self_ms": 3.0, "backward_ms": 5.0, "backward_self_ms": 5.0}]})
     >>> from sbprof.analysis.breakdown import breakdown_steps
     >>> text = render_breakdown(data, breakdown_steps(data))
     >>> "| enc      | Enc    | 1       | 3.00         | 3.00          | 5.00          | 5.00          | 8.00       | 72.7%   |" in text
     True
     """
-    if isinstance(data, dict):  # TRANSITION: the modules job (report/counts.py) still hands the saved dict
-        data = from_json(Breakdown, data)
     stats, count = steps.step, data.steps
     lines = [f"Per-module time of step `{data.step}` ({data.mode} mode), mean over {count} "
              f"step{'s' if count != 1 else ''}: step {sig3(steps.mean_ms)} ms "

@@ -14,11 +14,8 @@ straight line whose slope is its exponent), linear otherwise.
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Dict, List, Sequence, Tuple, Union
+from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -59,26 +56,6 @@ def png_bytes(figure: Figure) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
     return buffer.getvalue()
-
-
-def write_png(figure: Figure, path: Union[str, Path]) -> Path:
-    """Save ``figure`` as a PNG at ``path`` atomically (readers see the old file or the new one).
-
-    TRANSITION: only :mod:`sbprof.report.stream_plot` still writes its plots; the others return :func:`png_bytes`.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            figure.savefig(f, format="png")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
 
 
 def set_scales(ax, xs: Sequence[float], ys: Sequence[float]) -> None:

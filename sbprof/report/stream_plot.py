@@ -15,14 +15,13 @@ Built like every sbprof plot (:mod:`sbprof.report.plot`).
 """
 from __future__ import annotations
 
-import io
 from typing import Dict, Optional
 
 from matplotlib.figure import Figure
 
 from sbprof.analysis.stream_summary import StreamSetting, StreamSummary
 from sbprof.report.format import plural
-from sbprof.report.plot import PLOT_DIR, finish_axes, new_figure
+from sbprof.report.plot import PLOT_DIR, finish_axes, new_figure, png_bytes
 
 
 def setting_label(s: StreamSetting) -> str:
@@ -106,13 +105,6 @@ def tradeoff_figure(s: StreamSetting, title: str) -> Optional[Figure]:
 def plot_file(kind: str, s: StreamSetting) -> str:
     """``plots/stream-<kind>-<setting>.png``: where a setting's plot goes, relative to the results folder."""
     return f"{PLOT_DIR}/stream-{kind}-{s.name}.png"
-
-
-def png_bytes(figure: Figure) -> bytes:
-    """The figure as PNG bytes (an in-memory buffer: the caller writes the file)."""
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    return buffer.getvalue()
 
 
 def render_stream_plots(summary: StreamSummary) -> Dict[str, bytes]:

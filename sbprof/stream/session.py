@@ -45,7 +45,7 @@ import math
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional
 
 TRAFFIC = ("spread", "poisson", "aligned")
 """The session layouts :func:`schedule` knows (see the module docstring)."""

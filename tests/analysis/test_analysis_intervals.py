@@ -62,7 +62,7 @@ def test_an_outlying_run_is_named_and_left_out_of_the_spread():
     runs = [1.0, math.exp(0.01), math.exp(-0.01), math.exp(0.02), math.exp(-0.02), 1.3]
     assert outlier_runs(runs) == (5,)
     iv = typical_interval(runs)
-    kept = [0.0, 0.01, -0.01, 0.02, -0.02]  # sd sqrt(0.001 / 4); t(4, 97.5%) = 2.776445
+    # kept: logs 0, 0.01, -0.01, 0.02, -0.02: sd sqrt(0.001 / 4); t(4, 97.5%) = 2.776445
     half = 2.776445 * math.sqrt(math.pi / 2) * math.sqrt(0.001 / 4) / math.sqrt(5)
     assert iv.outliers == (5,)
     assert iv.high == pytest.approx(iv.median * math.exp(half), rel=1e-5)

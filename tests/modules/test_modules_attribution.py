@@ -29,12 +29,13 @@ from modules_models import SLEPT, Chain, Sleeper, run_conformer, speechbrain_con
 from sbprof.base.errors import MeasurementError
 from sbprof.measuring.modules import ModuleAttribution
 from sbprof.measuring.modules.attribution import BACKWARD_LABEL, FORWARD_LABEL
-from sbprof.analysis.train import breakdown_steps
+from sbprof.analysis.breakdown import Breakdown, breakdown_steps
 from sbprof.report.modules_markdown import render_breakdown
 
 
 def render(data):
-    return render_breakdown(data, breakdown_steps(data))
+    typed = Breakdown.from_dict(data)
+    return render_breakdown(typed, breakdown_steps(typed))
 
 CONFORMERS = {"torchaudio": torchaudio_conformer, "speechbrain": speechbrain_conformer}
 SLEEP_S = 0.03

@@ -1,11 +1,12 @@
 """The breakdown tables: nesting, units, CUDA and memory tables only when measured."""
 from sbprof.measuring.modules.result import ModuleBreakdown, ModuleRow
-from sbprof.analysis.train import breakdown_steps
+from sbprof.analysis.breakdown import Breakdown, breakdown_steps
 from sbprof.report.modules_markdown import render_breakdown
 
 
 def render(data):
-    return render_breakdown(data, breakdown_steps(data))
+    typed = Breakdown.from_dict(data)
+    return render_breakdown(typed, breakdown_steps(typed))
 
 
 def breakdown(cuda=False):

@@ -37,4 +37,4 @@ def test_each_call_is_a_step_with_its_audio_seconds(tmp_path, model_folder):
     assert statistics.median(gaps) <= 0.05
     report = (tmp_path / "out" / "report.md").read_text()
     rtf = sum(calls["wall_s"]) / 5.0
-    assert f"| RTF / RTFx " in report and f"{rtf:.3g}"[:4] in report
+    assert "| RTF / RTFx " in report and f"{rtf:.3g}"[:4] in report
