@@ -238,6 +238,11 @@ def ranks_csv(run: RunSummary) -> str:
     return out.getvalue()
 
 
+def render(run: RunSummary) -> Dict[str, str]:
+    """``report.md`` and ``ranks.csv`` of one distributed run, written by :func:`sbprof.jobs.render.write_files`."""
+    return {REPORT_FILE: render_run(run), CSV_FILE: ranks_csv(run)}
+
+
 def write_run_report(run: RunSummary, folder: Union[str, Path]) -> Dict[str, Path]:
     """Write ``report.md`` and ``ranks.csv`` into ``folder``."""
     folder = Path(folder)
