@@ -46,3 +46,5 @@ def _plan():
 JOB = Job("compare-models", "models or variants over a varied size: latency, RTFx, memory, energy, plots",
           load_config=Lazy(lambda: _config().load_config), config_keys=lambda: list(_config().SCHEMA),
           plan=Lazy(_plan), analyse=Lazy(_analyse), render=Lazy(_render), derive=cell_figures, noun="point")
+JOBS = (JOB,)
+"""What the registry lists (a package may hold several jobs, as counts does)."""

@@ -16,12 +16,9 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, NoReturn, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, Sequence
 
 from sbprof.base.errors import ConfigError
-
-if TYPE_CHECKING:
-    from sbprof.jobs.runner import Outcome
 
 
 @dataclass(frozen=True)
@@ -89,7 +86,7 @@ class Job:
     parse: Optional[Callable[[List[str], str], Invocation]] = None
     derive: Optional[Callable[[Any], Dict[str, Any]]] = None
     summarise: Optional[Callable[[Any], Dict[str, Any]]] = None
-    show: Optional[Callable[[Any, "Outcome"], Optional[str]]] = None
+    show: Optional[Callable[[Any, Any], Optional[str]]] = None  # (config, runner's Outcome)
     run_rank: Optional[Callable[[Any], int]] = None
     noun: str = "cell"
 
@@ -140,7 +137,7 @@ class ArgumentParser(argparse.ArgumentParser):
         raise ConfigError(f"{self.prog}: {message} (see --help)")
 
 
-def written_report(config: Any, outcome: "Outcome") -> Optional[str]:
+def written_report(config: Any, outcome: Any) -> Optional[str]:
     """The ``report.md`` the run's renderer wrote (a job's ``show`` when its report is short enough for a
     terminal); ``None`` when none was written."""
     path = outcome.outputs.get("report.md") or outcome.outputs.get("report")  # "report": a renderer in transition

@@ -41,3 +41,5 @@ def _plan():
 JOB = Job("stream", "streaming ASR chunk by chunk: latency percentiles, real-time margin, streams per machine",
           load_config=Lazy(lambda: _config().load_config), config_keys=lambda: list(_config().SCHEMA),
           plan=Lazy(_plan), analyse=Lazy(_analyse), render=Lazy(_render))
+JOBS = (JOB,)
+"""What the registry lists (a package may hold several jobs, as counts does)."""

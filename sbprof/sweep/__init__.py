@@ -47,3 +47,5 @@ JOB = Job("profile", "profiling sweep of a pretrained model: RTF and memory tabl
           load_config=Lazy(lambda: _config().load_config), config_keys=lambda: list(_config().SCHEMA),
           plan=Lazy(_plan), analyse=Lazy(lambda: _analysis().analyse), render=Lazy(_render),
           derive=cell_figures, summarise=Lazy(lambda: _analysis().summary_block))
+JOBS = (JOB,)
+"""What the registry lists (a package may hold several jobs, as counts does)."""

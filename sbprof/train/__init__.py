@@ -39,3 +39,5 @@ JOB = Job("train", "training-loop profile: step time, memory, FLOPs, per-module 
           load_config=Lazy(lambda: _config().load_config), config_keys=lambda: list(_config().SCHEMA),
           plan=Lazy(_plan), analyse=analyse, render=render, derive=train_figures, show=written_report,
           run_rank=Lazy(_run_rank))
+JOBS = (JOB,)
+"""What the registry lists (a package may hold several jobs, as counts does)."""

@@ -47,3 +47,5 @@ def _plan():
 JOB = Job("transducer", "RNN-T loss backends: agreement, step time and memory side by side",
           load_config=Lazy(lambda: _config().load_config), config_keys=lambda: list(_config().SCHEMA),
           plan=Lazy(_plan), analyse=Lazy(_analyse), render=Lazy(_render), show=written_report)
+JOBS = (JOB,)
+"""What the registry lists (a package may hold several jobs, as counts does)."""

@@ -1,8 +1,8 @@
 """Every job sbprof runs, listed once, and what needs a job by name: :func:`run` and :func:`render_only`.
 
-Each job package exports its :class:`~sbprof.jobs.job.Job` (``JOB``; the
-counts package ``JOBS``, one per command) and :data:`PACKAGES` lists them,
-one line each; ``name -> Job`` is derived. A new job is one package plus one
+Each job package exports its :class:`~sbprof.jobs.job.Job` in ``JOBS`` (the
+counts package holds three, one per command) and :data:`PACKAGES` lists the
+packages, one line each; ``name -> Job`` is derived. A new job is one package plus one
 line here. The one runner (:mod:`sbprof.jobs.runner`), the one command line
 (:mod:`sbprof.cli.job`) and ``--render-only`` do the rest for every job alike.
 
@@ -26,16 +26,16 @@ from sbprof.base.errors import ConfigError
 from sbprof.jobs.job import Job
 
 PACKAGES = (
-    script.JOB,
-    sweep.JOB,
-    compare.JOB,
-    train.JOB,
-    transducer.JOB,
-    stream.JOB,
-    *counts.JOBS,
+    script,
+    sweep,
+    compare,
+    train,
+    transducer,
+    stream,
+    counts,
 )
-"""Every job, in the order ``sbprof --help`` lists them."""
-JOBS: Dict[str, Job] = {job.name: job for job in PACKAGES}
+"""Every job package, in the order ``sbprof --help`` lists their jobs."""
+JOBS: Dict[str, Job] = {job.name: job for package in PACKAGES for job in package.JOBS}
 
 
 def get_job(name: str) -> Job:
