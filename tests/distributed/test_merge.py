@@ -101,7 +101,7 @@ def test_the_command_exits_1_on_an_incomplete_run_and_2_on_bad_input_writing_not
     run = partial_run(tmp_path / "a", {1: None})
     assert cli([str(run)], prog="sbprof merge") == 1
     out, err = capsys.readouterr()
-    assert "report: " in out and err.strip().startswith("sbprof: error: run synthetic-3 is incomplete: stopped early "
+    assert "report.md: " in out and err.strip().startswith("sbprof: error: run synthetic-3 is incomplete: stopped early "
                                                         "rank 1 (no end line") and "\n" not in err.strip()
     assert "last step ended: 3, counting from 1" in err
     assert "**INCOMPLETE**" in (run / "report.md").read_text() and (run / "ranks.csv").is_file()
