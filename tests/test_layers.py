@@ -16,7 +16,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, Set
+from typing import Dict, Optional, Set
 
 import pytest
 
@@ -120,22 +120,28 @@ def test_renderers_never_measure_and_measuring_code_never_renders():
             assert not any(t.startswith("sbprof.report") for t in targets), f"{module} measures and formats"
 
 
-def test_no_import_cycle():
-    graph = imports()
+def find_cycle(graph: Dict[str, Set[str]]) -> Optional[list]:
+    """One cycle of ``graph`` (a list of nodes, the first repeated at the end), or ``None``."""
     state: Dict[str, int] = {}
 
-    def visit(module: str, trail: list) -> None:
-        state[module] = 1
-        for target in sorted(graph.get(module, ())):
+    def visit(node: str, trail: list) -> Optional[list]:
+        state[node] = 1
+        for target in sorted(graph.get(node, ())):
             if state.get(target) == 1:
-                raise AssertionError("import cycle: " + " -> ".join(trail[trail.index(target):] + [target]))
+                return trail[trail.index(target):] + [target]
             if target not in state:
-                visit(target, trail + [target])
-        state[module] = 2
+                found = visit(target, trail + [target])
+                if found:
+                    return found
+        state[node] = 2
+        return None
 
-    for module in sorted(graph):
-        if module not in state:
-            visit(module, [module])
+    return next((c for node in sorted(graph) if node not in state for c in [visit(node, [node])] if c), None)
+
+
+def test_no_import_cycle():
+    cycle = find_cycle(imports())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
 def package_of(module: str) -> str:
@@ -150,20 +156,8 @@ def test_no_package_level_import_cycle():
     for module, targets in imports().items():
         graph.setdefault(package_of(module), set()).update(
             package_of(t) for t in targets if package_of(t) != package_of(module))
-    state: Dict[str, int] = {}
-
-    def visit(package: str, trail: list) -> None:
-        state[package] = 1
-        for target in sorted(graph.get(package, ())):
-            if state.get(target) == 1:
-                raise AssertionError("package cycle: " + " -> ".join(trail[trail.index(target):] + [target]))
-            if target not in state:
-                visit(target, trail + [target])
-        state[package] = 2
-
-    for package in sorted(graph):
-        if package not in state:
-            visit(package, [package])
+    cycle = find_cycle(graph)
+    assert cycle is None, "package cycle: " + " -> ".join(cycle)
 
 
 def _imported_after(code: str) -> Set[str]:

@@ -1,6 +1,9 @@
 """The measuring core against ground truths: a known sleep, an independent
 perf_counter loop, a known allocation, and CUDA equivalents when present."""
+import os
 import statistics
+import subprocess
+import sys
 import threading
 import time
 
@@ -240,3 +243,35 @@ def test_cuda_known_allocation_and_reset():
     # the caching allocator hands out exactly the requested 256 MiB (a multiple of 2 MiB);
     # the earlier 1 GiB block must not show in this region's peak
     assert m.memory.peak_cuda_delta_bytes == 256 * MiB
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs sched_setaffinity (Linux)")
+@pytest.mark.parametrize("busy", [0, 1, 3])
+def test_cpu_time_of_a_known_spin_holds_beside_busy_processes_while_wall_time_grows(busy):
+    """A call that spins 20 ms of its own thread's CPU time (CLOCK_THREAD_CPUTIME_ID, a clock sbprof does not read)
+    reads 20 ms of CPU time (the process clock sbprof keeps) within 3 %, with 0, 1 or 3 busy processes beside it.
+    All share one core (affinity), so the busy ones surely take turns with it whatever the machine's size: the
+    wall time then reads at least 3/4 of (1 + busy) times the CPU time (CFS shares the core evenly), while CPU time
+    stays put."""
+    def spin():
+        t0 = time.thread_time()
+        while time.thread_time() - t0 < 0.02:
+            pass
+
+    core = {min(os.sched_getaffinity(0))}
+    before = os.sched_getaffinity(0)
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"],
+                             preexec_fn=lambda: os.sched_setaffinity(0, core)) for _ in range(busy)]
+    try:
+        os.sched_setaffinity(0, core)
+        time.sleep(0.2)  # the busy processes are running before the first call
+        m = measure(spin, warmup=1, repeats=9, track_memory=False)
+    finally:
+        os.sched_setaffinity(0, before)
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    cpu, wall = m.summary("cpu_s").median, m.summary("wall_s").median
+    assert cpu == pytest.approx(0.02, rel=0.03), m.cpu_s
+    if busy:
+        assert wall >= cpu * (1 + busy) * 0.75, (wall, cpu)

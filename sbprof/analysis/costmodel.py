@@ -36,13 +36,14 @@ largest measured cell it dominates (cost never falls as B or L grows).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from sbprof.analysis.lsq import LinearFit, fit_linear, t_quantile
 from sbprof.base.errors import ConfigError
+from sbprof.record.codec import Codec
 
 TERMS: Dict[str, Callable[[float, float], float]] = {
     "1": lambda b, s: 1.0,
@@ -70,7 +71,7 @@ SUPPORT = 2.0
 
 
 @dataclass(frozen=True)
-class Prediction:
+class Prediction(Codec):
     """A predicted cell: a value with its calibrated interval, or only a lower bound (``beyond`` says why).
 
     ``reach``: how far beyond the fitted cells it lies (see the module
@@ -92,9 +93,6 @@ class Prediction:
         if self.beyond is not None:
             return self.low is None or measured >= self.low
         return self.low <= measured <= self.high
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -53,18 +53,51 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from sbprof.analysis.rank_rows import MissingRank, RankRow, StepTotals
 from sbprof.analysis.rank_sections import SectionSummary, host_rows, shown_rows, straggler_cost, throughput
 from sbprof.record import Measurement
+from sbprof.record.codec import Codec, from_json
 from sbprof.base.stats import summarise
 
 NORMAL_ENDS = ("exit", "done")
 """How a rank that finished its work ends its file; any other end (SIGTERM, an exception) is an early stop."""
 
 
-def _rank_extra(m: Measurement) -> Dict[str, Any]:
-    return m.extra.get("rank") or {}
+@dataclass(frozen=True)
+class RankSteps(Codec):
+    """``extra["rank"]`` of a rank record: its section, its reported steps' indices and per-step communication and
+    time between steps (s), the last step it ended and how it ended."""
+
+    section: Optional[str] = None
+    steps: List[int] = field(default_factory=list)
+    comm_s: Optional[List[Optional[float]]] = None
+    gap_s: Optional[List[Optional[float]]] = None
+    last_step: Optional[int] = None
+    end: str = ""
 
 
-def _per_step(m: Measurement, name: str) -> List[Optional[float]]:
-    values = _rank_extra(m).get(name)
+@dataclass(frozen=True)
+class RankPayload(Codec):
+    """What a rank record holds in ``extra`` (written by a rank, rebuilt by ``sbprof merge``, or by ``sbprof train``)."""
+
+    rank: RankSteps = field(default_factory=RankSteps)
+    utterances_per_step: Optional[List[float]] = None
+    audio_s_per_step: Optional[List[float]] = None
+
+
+@dataclass(frozen=True)
+class WorldSettings(Codec):
+    """A rank record's ``settings["distributed"]``: where the rank ran."""
+
+    rank: Optional[int] = None
+    host: Optional[str] = None
+    node_rank: Optional[int] = None
+    local_rank: Optional[int] = None
+
+
+def rank_payload(m: Measurement) -> RankPayload:
+    """The record's ``extra``, typed."""
+    return from_json(RankPayload, m.extra, f"record {m.label!r}: extra")
+
+
+def _per_step(m: Measurement, values: Optional[List[Optional[float]]]) -> List[Optional[float]]:
     return list(values) if values is not None and len(values) == len(m.wall_s) else [None] * len(m.wall_s)
 
 
@@ -86,13 +119,13 @@ def _share(part: Optional[float], whole: float) -> Optional[float]:
     return None if part is None or whole <= 0 else part / whole
 
 
-def _world(m: Measurement) -> Dict[str, Any]:
-    return m.settings.get("distributed") or {}
+def _world(m: Measurement) -> WorldSettings:
+    return from_json(WorldSettings, m.settings.get("distributed") or {}, f"record {m.label!r}: settings.distributed")
 
 
-def section_of(m: Measurement) -> str:
+def section_of(m: Measurement, extra: Optional[RankPayload] = None) -> str:
     """The profiled target (and step name) a rank record belongs to: what is compared across ranks."""
-    return str(_rank_extra(m).get("section") or m.cell.model)
+    return str((extra or rank_payload(m)).rank.section or m.cell.model)
 
 
 class RunAnalysis:
@@ -121,14 +154,15 @@ class RunAnalysis:
 
     def add_steps(self, m: Measurement) -> None:
         """Pass 1: one rank's record of one section."""
-        totals = self.totals.setdefault(section_of(m), StepTotals())
+        extra = rank_payload(m)
+        totals = self.totals.setdefault(section_of(m, extra), StepTotals())
         totals.schedule = totals.schedule or m.settings.get("schedule")
         load = m.settings.get("load_1min")
         if isinstance(load, (int, float)):
             totals.load = max(load, totals.load or 0.0)
-        steps = _rank_extra(m).get("steps") or list(range(len(m.wall_s)))
-        utterances, audio = m.extra.get("utterances_per_step"), m.extra.get("audio_s_per_step")
-        for i, (index, wall, comm) in enumerate(zip(steps, m.wall_s, _per_step(m, "comm_s"))):
+        steps = extra.rank.steps or list(range(len(m.wall_s)))
+        utterances, audio = extra.utterances_per_step, extra.audio_s_per_step
+        for i, (index, wall, comm) in enumerate(zip(steps, m.wall_s, _per_step(m, extra.rank.comm_s))):
             if comm is not None:
                 totals.min_comm[index] = min(comm, totals.min_comm.get(index, comm))
                 totals.comm_ranks[index] = totals.comm_ranks.get(index, 0) + 1
@@ -144,14 +178,16 @@ class RunAnalysis:
 
         A record with no reported step gives no row: the section says how many steps that rank took.
         """
-        totals = self.totals.setdefault(section_of(m), StepTotals())
+        extra = rank_payload(m)
+        section = section_of(m, extra)
+        totals = self.totals.setdefault(section, StepTotals())
         world = _world(m)
-        rank = int(m.cell.rank if m.cell.rank is not None else world.get("rank", 0))
+        rank = int(m.cell.rank if m.cell.rank is not None else world.rank or 0)
         if not m.wall_s:
-            totals.empty.append((rank, int(m.warmup or 0), _rank_extra(m).get("last_step")))
+            totals.empty.append((rank, int(m.warmup or 0), extra.rank.last_step))
             return None
-        steps = _rank_extra(m).get("steps") or list(range(len(m.wall_s)))
-        comm, between = _per_step(m, "comm_s"), _per_step(m, "gap_s")
+        steps = extra.rank.steps or list(range(len(m.wall_s)))
+        comm, between = _per_step(m, extra.rank.comm_s), _per_step(m, extra.rank.gap_s)
         # A step without every rank's communication (a rank died before its recording was read): the rank's own
         # fastest collective stands for the collective itself (the row says its wait is estimated so).
         own_min = min((c for c in comm if c is not None), default=None)
@@ -177,14 +213,14 @@ class RunAnalysis:
         between_median = statistics.median(known_between) if known_between else None
         peak, kind = _peak(m)
         row = RankRow(
-            rank=rank, host=str(world.get("host", "")), node_rank=int(world.get("node_rank") or 0),
-            local_rank=int(world.get("local_rank") or 0), steps=len(m.wall_s), step=summarise(m.wall_s),
+            rank=rank, host=str(world.host if world.host is not None else ""), node_rank=int(world.node_rank or 0),
+            local_rank=int(world.local_rank or 0), steps=len(m.wall_s), step=summarise(m.wall_s),
             busy=summarise(busy), comm_s=comm_median, comm_share=_share(comm_median, step_median),
             wait_s=wait_median, wait_share=_share(wait_median, step_median), between_s=between_median,
             between_share=_share(between_median, step_median + (between_median or 0.0)), peak_bytes=peak,
-            peak_kind=kind, ended=str(_rank_extra(m).get("end", "")), last_step=_rank_extra(m).get("last_step"),
+            peak_kind=kind, ended=extra.rank.end, last_step=extra.rank.last_step,
             wait_estimated=estimated and wait_median is not None)
-        self.rows.setdefault(section_of(m), []).append(row)
+        self.rows.setdefault(section, []).append(row)
         return row
 
     def add_missing(self, missing: MissingRank) -> None:
@@ -244,6 +280,11 @@ class RunSummary:
     def complete(self) -> bool:
         """Every rank present and ended normally."""
         return not self.missing and not self.stopped_early
+
+    @property
+    def hosts(self) -> int:
+        """How many (host, node group) pairs ran a rank with figures."""
+        return len({(h.host, h.node_rank) for s in self.sections for h in s.hosts})
 
 
 def summarise_run(analysis: RunAnalysis, run_id: str, backend: str, source: str, notes: Sequence[str] = (),

@@ -22,20 +22,21 @@ cares about, without assuming how the forms' likelihoods compare.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from sbprof.analysis.lsq import fit_linear
 from sbprof.base.errors import ConfigError
+from sbprof.record.codec import Codec
 
 FORMS: Tuple[str, ...] = ("power", "linear", "quadratic")
 _N_COEFFICIENTS = {"power": 2, "linear": 2, "quadratic": 3}
 
 
 @dataclass(frozen=True)
-class GrowthFit:
+class GrowthFit(Codec):
     """One fitted growth form.
 
     ``coefficients`` are ``(a, b)`` for power and linear, ``(a, b, c)`` for
@@ -66,9 +67,6 @@ class GrowthFit:
         if self.form == "linear":
             return f"t = {c[0]:.3g} + {c[1]:.3g}*n"
         return f"t = {c[0]:.3g} + {c[1]:.3g}*n + {c[2]:.3g}*n^2"
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def _evaluate(form: str, c: Sequence[float], n: float) -> float:

@@ -43,12 +43,13 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Iterable, List, Optional, Sequence, Tuple
 
 from sbprof.base.errors import ConfigError
 from sbprof.base.stats import summarise
+from sbprof.record.codec import Codec, to_json
 
 INTERVAL_METHOD = "distribution-free interval for the median of run medians (interpolated order statistics)"
 TYPICAL_METHOD = ("interval for the typical run median: median of run medians, Student t on the logarithms of the "
@@ -65,7 +66,7 @@ PRIOR_DF = 4
 
 
 @dataclass(frozen=True)
-class RunInterval:
+class RunInterval(Codec):
     """Median over runs and its interval (see the module docstring).
 
     ``confidence`` is the level the interval actually has: the requested one
@@ -95,9 +96,6 @@ class RunInterval:
     def within(self, target_rel: float) -> bool:
         """True when both half-widths are at most ``target_rel`` of the median."""
         return self.half_width_rel <= target_rel
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @lru_cache(maxsize=4096)
@@ -248,7 +246,7 @@ def typical_interval(run_medians: Sequence[float], confidence: float = 0.95,
 
 
 @dataclass(frozen=True)
-class RunsSummary:
+class RunsSummary(Codec):
     """A cell measured in several runs: the interval over runs beside the within-run spread.
 
     ``interval`` is the typical-value interval (what reports print, with its
@@ -273,9 +271,8 @@ class RunsSummary:
         return statistics.stdev(math.log(x) for x in kept)
 
     def to_dict(self) -> dict:
-        return {"run_medians": list(self.run_medians), "interval": self.interval.to_dict(),
-                "median_interval": self.median_interval.to_dict(), "within_run_iqr_rel": self.within_run_iqr_rel,
-                "run_cv": self.run_cv}
+        """The fields, with the derived ``run_cv`` for readers of the file (dropped on read)."""
+        return {**to_json(self), "run_cv": self.run_cv}
 
 
 def summarise_runs(samples_per_run: Sequence[Sequence[float]], confidence: float = 0.95,

@@ -1,5 +1,6 @@
 """An ``sbprof run`` analysed once: per stage, the figures its report shows, from the raw samples of its record.
 
+What the run saves in a stage's ``extra`` is read as a :class:`RunPayload`.
 Pure: no torch, no clocks. Every figure is derived from the measured steps
 (the warm-up ones are left out), as :data:`DEFINITIONS` says.
 
@@ -19,7 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from sbprof.record import Measurement
+from sbprof.analysis.breakdown import Breakdown, BreakdownRow
+from sbprof.analysis.machine_facts import MachineFacts, machine_facts
+from sbprof.analysis.train import ParamsPayload, ParamsRow
+from sbprof.record import Measurement, MemoryPeak
+from sbprof.record.codec import Codec, from_json
 from sbprof.record.results import Results
 from sbprof.base.stats import Stats, rtf, rtfx, summarise
 
@@ -49,6 +54,41 @@ DEFINITIONS = {
 }
 
 
+@dataclass(frozen=True)
+class RunFlops(Codec):
+    """``extra["flops"]``: the FLOPs of one step (the last warm-up one) and the operators without a formula."""
+
+    total: Optional[float] = None
+    untracked: Dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PeakFlops(Codec):
+    """``extra["peak_flops"]``: the device's peak FLOP/s, its precision and where it comes from."""
+
+    flops_per_s: float
+    precision: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class RunPayload(Codec):
+    """What ``sbprof run`` saves in a stage's ``extra``: per-step lists over every step (warm-up ones first)."""
+
+    kind: Optional[str] = None
+    utterances: List[Optional[float]] = field(default_factory=list)
+    audio_s: List[Optional[float]] = field(default_factory=list)
+    data_wait_s: List[float] = field(default_factory=list)
+    forward_s: List[float] = field(default_factory=list)
+    backward_s: List[float] = field(default_factory=list)
+    optimizer_s: List[float] = field(default_factory=list)
+    flops: Optional[RunFlops] = None
+    peak_flops: Optional[PeakFlops] = None
+    modules: Optional[Breakdown] = None
+    params: Optional[ParamsPayload] = None
+    traces: List[str] = field(default_factory=list)
+
+
 @dataclass
 class StageFigures:
     """The figures of one stage (see :data:`DEFINITIONS`)."""
@@ -70,73 +110,92 @@ class StageFigures:
     achieved_flops_per_s: Optional[float] = None
     share_of_peak: Optional[float] = None
     peak_source: Optional[str] = None
-    modules: List[Dict[str, Any]] = field(default_factory=list)
+    modules: List[BreakdownRow] = field(default_factory=list)
     untracked: List[str] = field(default_factory=list)  # operators without a FLOP formula
-    memory: Dict[str, Any] = field(default_factory=dict)  # the record's MemoryPeak, as plain data
+    memory: Optional[MemoryPeak] = None
     params: Optional[int] = None
     trainable_params: Optional[int] = None
-    params_rows: List[Dict[str, Any]] = field(default_factory=list)  # top-level modules with parameters
+    params_rows: List[ParamsRow] = field(default_factory=list)  # top-level modules with parameters
     traces: List[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RunRules(Codec):
+    """What was run and how (the rules' ``continue``, a Python keyword, is read as :attr:`RunReport.continued`)."""
+
+    script: Optional[str] = None
+    module: Optional[str] = None
+    args: List[str] = field(default_factory=list)
+    warmup: Optional[int] = None
+    measured: Optional[int] = None
 
 
 @dataclass
 class RunReport:
-    """Every stage of one run, with the run's rules, machine and notes."""
+    """Every stage of one run, with the run's rules, machine and notes; ``continued``: the script went on after
+    its measured steps (``--continue``)."""
 
-    rules: Dict[str, Any]
-    machine: Dict[str, Any]
+    rules: RunRules
+    machine: MachineFacts
     notes: List[str]
     stages: List[StageFigures]
+    continued: bool = False
+
+    @property
+    def traces(self) -> List[str]:
+        """Every stage's trace files, each once, sorted."""
+        return sorted({t for s in self.stages for t in s.traces})
 
 
-def _measured(m: Measurement, key: str) -> List[Any]:
-    values = m.extra.get(key) or []
+def _measured(m: Measurement, values: List[Any]) -> List[Any]:
     return list(values[m.warmup:m.warmup + len(m.wall_s)])
 
 
 def stage_figures(m: Measurement) -> StageFigures:
     """The figures of one stage's record."""
-    kind = m.extra.get("kind", m.settings.get("kind", ""))
+    extra = from_json(RunPayload, m.extra, f"record {m.label!r}: extra")
+    kind = extra.kind if extra.kind is not None else m.settings.get("kind", "")
     if not m.wall_s:
         return StageFigures(m.cell.variant or m.label, kind, m.warmup, None, None)
     step = summarise(m.wall_s)
     total = sum(m.wall_s)
+    flops = extra.flops or RunFlops()
     fig = StageFigures(m.cell.variant or m.label, kind, m.warmup, step, 1.0 / step.median,
-                       untracked=sorted((m.extra.get("flops") or {}).get("untracked") or {}),
-                       memory=m.memory.to_dict() if m.memory is not None else {},
+                       untracked=sorted(flops.untracked), memory=m.memory,
                        params=m.counts.params if m.counts is not None else None,
                        trainable_params=m.counts.trainable_params if m.counts is not None else None,
-                       params_rows=[r for r in ((m.extra.get("params") or {}).get("modules") or [])
-                                    if r["total"] and r.get("depth", 1) == 1],
-                       traces=list(m.extra.get("traces") or []))
-    utterances, audio = _measured(m, "utterances"), _measured(m, "audio_s")
+                       params_rows=[r for r in (extra.params.modules if extra.params is not None else [])
+                                    if r.total and r.depth == 1],
+                       traces=list(extra.traces))
+    utterances, audio = _measured(m, extra.utterances), _measured(m, extra.audio_s)
     if utterances and all(u is not None for u in utterances):
         fig.utterances_per_s = sum(utterances) / total
     if audio and all(a is not None for a in audio) and sum(audio) > 0:
         fig.audio_s_per_s = sum(audio) / total
         fig.rtf, fig.rtfx = rtf(total, sum(audio)), rtfx(total, sum(audio))
-    wait = _measured(m, "data_wait_s")
+    wait = _measured(m, extra.data_wait_s)
     if wait:
         fig.data_wait_share = sum(wait) / (sum(wait) + total)
     for region in ("forward", "backward", "optimizer"):
-        values = _measured(m, f"{region}_s")
+        values = _measured(m, getattr(extra, f"{region}_s"))
         if values:
             setattr(fig, f"{region}_share", sum(values) / total)
-    flops = (m.extra.get("flops") or {}).get("total")
-    if flops:
-        fig.flops_per_step = float(flops)
-        fig.achieved_flops_per_s = flops / step.median
-        peak = m.extra.get("peak_flops")
+    if flops.total:
+        fig.flops_per_step = float(flops.total)
+        fig.achieved_flops_per_s = flops.total / step.median
+        peak = extra.peak_flops
         if peak:
-            fig.share_of_peak = fig.achieved_flops_per_s / peak["flops_per_s"]
-            fig.peak_source = f"{peak['flops_per_s'] / 1e9:.3g} GFLOP/s {peak['precision']}, {peak['source']}"
-    rows = ((m.extra.get("modules") or {}).get("rows")) or []
+            fig.share_of_peak = fig.achieved_flops_per_s / peak.flops_per_s
+            fig.peak_source = f"{peak.flops_per_s / 1e9:.3g} GFLOP/s {peak.precision}, {peak.source}"
+    rows = extra.modules.rows if extra.modules is not None else []
     # Modules largest first; the step's time outside every module ("(other)") last: it is not a module.
-    fig.modules = sorted(rows, key=lambda r: (r["label"] == OTHER, -r["total_ms"]))
+    fig.modules = sorted(rows, key=lambda r: (r.label == OTHER, -r.total_ms))
     return fig
 
 
 def analyse(results: Results) -> RunReport:
     """The run's report: one :class:`StageFigures` per stage, in the order the stages first ran."""
-    return RunReport(rules=dict(results.rules), machine=dict(results.machine), notes=list(results.notes),
-                     stages=[stage_figures(m) for m in results.records])
+    return RunReport(rules=from_json(RunRules, dict(results.rules), "rules"),
+                     machine=machine_facts(results.machine) or MachineFacts(), notes=list(results.notes),
+                     stages=[stage_figures(m) for m in results.records],
+                     continued=bool(results.rules.get("continue")))

@@ -46,10 +46,13 @@ import statistics
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from sbprof.analysis.stream_criterion import audio_rows, budget_margin, utilisation, within_target
+from sbprof.analysis.stream_payload import payload
 from sbprof.analysis.stream_sessions import cost_growth, session_times, split_delays
-from sbprof.analysis.stream_summary import CapacityRow, LatencyRow, Probe, StreamSetting, StreamSummary
+from sbprof.analysis.machine_facts import machine_facts
+from sbprof.analysis.stream_summary import CapacityRow, LatencyRow, Probe, StreamRules, StreamSetting, StreamSummary
 from sbprof.analysis.stream_validation import check_stream_record
 from sbprof.record import Measurement
+from sbprof.record.codec import from_json
 from sbprof.record.results import Results
 from sbprof.analysis.runs import group_runs, representative
 from sbprof.base.stats import quantile
@@ -120,72 +123,73 @@ def _latency_row(runs: Sequence[Measurement]) -> LatencyRow:
     rep = representative(runs)
     kind, chunk_size, left = _params(rep)
     streams = int(rep.cell.params.get("streams", 1))
-    ok = [m for m in runs if m.ok and m.wall_s]
+    ok = [(m, payload(m)) for m in runs if m.ok and m.wall_s]
+    extra = payload(rep)
     base = dict(record=rep, chunk_size=chunk_size, left_context=left, streams=streams, runs=len(ok),
-                traffic=str(rep.extra.get("traffic", "aligned")))
+                traffic=extra.traffic or "aligned")
     if not ok:
         return LatencyRow(**base)
-    rate, samples = int(rep.extra["sample_rate"]), int(rep.extra["chunk_samples"])
+    rate, samples = int(extra.sample_rate), int(extra.chunk_samples)
     utterance = int(rep.settings.get("utterance_samples") or samples)
-    compute = [s for m in ok for s in m.wall_s]
+    compute = [s for m, _ in ok for s in m.wall_s]
     steady, end, delays, times, verdicts, utils = [], [], [], [], [], []
     audio_s = tokens_total = audio_chunks = 0.0
-    for m in ok:
-        cols = m.extra["chunks"]
+    for m, p in ok:
+        cols = p.chunks
         s_, e_ = split_delays(cols, utterance, samples)
         steady += s_
         end += e_
         delays += [cols["end_s"][i] - cols["arrival_s"][i] for i in audio_rows(cols)]
-        times.append(session_times(cols, rate, float(m.extra.get("speech_onset_s") or 0.0),
-                                   m.extra.get("reference_ends_s")))
-        verdicts.append(within_target(cols, samples / rate, int(m.extra.get("unserved_chunks", 0))))
+        times.append(session_times(cols, rate, float(p.speech_onset_s or 0.0), p.reference_ends_s))
+        verdicts.append(within_target(cols, samples / rate, p.unserved_chunks))
         utils.append(utilisation(cols))
         audio_s += sum(cols["samples"]) / rate
         audio_chunks += len(audio_rows(cols))
         tokens_total += sum(t for t in cols["tokens"] if t is not None)
-    right = rep.extra.get("right_context_samples")
+    right = extra.right_context_samples
     chunk_s = samples / rate
-    mem = [m.memory for m in ok if m.memory is not None]
+    mem = [m.memory for m, _ in ok if m.memory is not None]
     cuda = rep.cell.device.startswith("cuda")
     peak = _median([x.peak_cuda_bytes if cuda else x.peak_rss_bytes for x in mem])
-    states = [v for m in ok for v in (m.extra.get("state_bytes") or {}).values()]
+    states = [v for _, p in ok for v in p.state_bytes.values()]
     emission = [e for t in times for e in t.emission_s]
-    any_tokens = any(t is not None for m in ok for t in m.extra["chunks"]["tokens"])
+    any_tokens = any(t is not None for _, p in ok for t in p.chunks["tokens"])
     slopes = [v.slope for v in verdicts if v.slope is not None]
+    delay_ms = {k: quantile(steady or delays, q) * MS for k, q in PERCENTILES} if (steady or delays) else {}
+    algorithmic_ms = None if right is None else (samples + right) / rate * MS
     return LatencyRow(
         **base, chunk_ms=chunk_s * MS, chunks=len(compute),
         compute_ms={**{k: quantile(compute, q) * MS for k, q in PERCENTILES}, "max": max(compute) * MS},
         p99_interval_ms=tuple(x * MS if isinstance(x, float) else x for x in quantile_interval(compute, 0.99)),
         margin=budget_margin(compute, streams, chunk_s),
-        algorithmic_ms=None if right is None else (samples + right) / rate * MS,
-        delay_ms={k: quantile(steady or delays, q) * MS for k, q in PERCENTILES} if (steady or delays) else {},
+        algorithmic_ms=algorithmic_ms, delay_ms=delay_ms,
+        felt_ms=None if algorithmic_ms is None or not delay_ms else algorithmic_ms + delay_ms["p99"],
         end_delay_ms={k: quantile(end, q) * MS for k, q in (("p50", 0.5), ("p99", 0.99))} if end else {},
         delay_growth=_median(slopes), behind=any(v.behind for v in verdicts),
         first_token_ms=_scaled(_median([t for s in times for t in s.first_token_s]), MS),
         final_ms=_scaled(_median([t for s in times for t in s.final_s]), MS),
         tokens_per_chunk=tokens_total / audio_chunks if any_tokens and audio_chunks else None,
         tokens_per_audio_s=tokens_total / audio_s if any_tokens and audio_s else None,
-        growth=_median([cost_growth(m.extra["chunks"], m.wall_s, samples) for m in ok]),
+        growth=_median([cost_growth(p.chunks, m.wall_s, samples) for m, p in ok]),
         streaming_rtf=sum(compute) / audio_s if audio_s else None, utilisation=_median(utils),
         state_kb=_scaled(_median(states), 1 / KB), process_peak_mb=_scaled(peak, 1 / MB),
-        memory_reading_bytes=_median([_peak_reading(m.extra["chunks"]) for m in ok]),
+        memory_reading_bytes=_median([_peak_reading(p.chunks) for _, p in ok]),
         emission_ms={k: quantile(emission, q) * MS for k, q in (("p50", 0.5), ("p99", 0.99))} if emission else {},
         emission_tokens=len(emission),
-        unserved=sum(int(m.extra.get("unserved_chunks", 0)) for m in ok),
+        unserved=sum(p.unserved_chunks for _, p in ok),
         compute_sorted_ms=sorted(s * MS for s in compute), delay_sorted_ms=sorted(d * MS for d in delays))
 
 
 def probes_of(m: Measurement) -> List[Probe]:
     """The probes a capacity record keeps, with their figures recomputed from the raw per-chunk columns."""
-    rate = m.extra["sample_rate"]
-    chunk_s = m.extra["chunk_samples"] / rate
-    target = float(m.extra.get("target_s") or chunk_s)
+    extra = payload(m)
+    target = float(extra.target_s or extra.chunk_s)
     out = []
-    for p in m.extra.get("probes", []):
-        cols = p["chunks"]
+    for p in extra.probes:
+        cols = p.chunks
         compute = [e - s for s, e in zip(cols["start_s"], cols["end_s"])]
-        v = within_target(cols, target, int(p.get("unserved_chunks", 0)))
-        out.append(Probe(p["streams"], quantile(compute, 0.99) * MS if compute else math.nan,
+        v = within_target(cols, target, p.unserved_chunks)
+        out.append(Probe(p.streams, quantile(compute, 0.99) * MS if compute else math.nan,
                          _scaled(v.p99_s, MS), v.slope, utilisation(cols), _peak_reading(cols), v.passed,
                          v.unserved, quantile(compute, 0.5) * MS if compute else None))
     return out
@@ -194,13 +198,14 @@ def probes_of(m: Measurement) -> List[Probe]:
 def _capacity_row(runs: Sequence[Measurement]) -> CapacityRow:
     rep = representative(runs)
     _, chunk_size, left = _params(rep)
-    ok = [m for m in runs if m.ok and m.extra.get("probes")]
+    extra = payload(rep)
+    ok = [m for m in runs if m.ok and payload(m).probes]
     per_run = [probes_of(m) for m in ok]
     found = [max((p.streams for p in probes if p.passed), default=0) for probes in per_run]
-    chunk_s = rep.extra["chunk_samples"] / rep.extra["sample_rate"] if ok else None
+    chunk_s = extra.chunk_s if ok else None
     base = dict(record=rep, chunk_size=chunk_size, left_context=left, runs=len(ok),
-                max_streams=int(rep.cell.params.get("max_streams", 0)), traffic=str(rep.extra.get("traffic", "spread")),
-                chunk_ms=_scaled(chunk_s, MS), target_ms=_scaled(rep.extra.get("target_s"), MS))
+                max_streams=int(rep.cell.params.get("max_streams", 0)), traffic=extra.traffic or "spread",
+                chunk_ms=_scaled(chunk_s, MS), target_ms=_scaled(extra.target_s, MS))
     if not ok:
         return CapacityRow(**base, capacity=None)
     probes = sorted(per_run[0], key=lambda p: p.streams)
@@ -208,7 +213,7 @@ def _capacity_row(runs: Sequence[Measurement]) -> CapacityRow:
     budget = max((p.streams for p in probes if p.streams * p.p99_ms <= chunk_s * MS), default=0)
     points = [(p.streams, p.memory_bytes) for probes in per_run for p in probes if p.memory_bytes is not None]
     marginal = marginal_bytes(points)
-    states = [v for m in ok for v in (m.extra.get("state_bytes") or {}).values()]
+    states = [v for m in ok for v in payload(m).state_bytes.values()]
     lone = next((p for p in probes if p.streams == 1), None)
     busiest = max((p for p in probes if p.passed), key=lambda p: p.streams, default=None)
     ratio = (lone.compute_p50_ms / busiest.compute_p50_ms
@@ -233,7 +238,7 @@ def analyse(results: Results) -> StreamSummary:
     for runs in group_runs(results.records).values():
         rep = representative(runs)
         s = settings.setdefault(rep.cell.setting, {"rows": [], "capacities": [], "offline": None, "loads": []})
-        s["loads"] += [m.extra["loadavg_1m"] for m in runs if m.extra.get("loadavg_1m") is not None]
+        s["loads"] += [load for m in runs for load in [payload(m).loadavg_1m] if load is not None]
         kind = _params(rep)[0]
         if kind == "latency":
             s["rows"].append(_latency_row(runs))
@@ -254,4 +259,7 @@ def analyse(results: Results) -> StreamSummary:
         caps = sorted(s["capacities"], key=lambda c: (c.chunk_size, c.left_context == -1, c.left_context))
         out.append(StreamSetting(device, threads, rows, caps, offline, rtfx, loads, spread, marginal))
     model = next(iter(results.models), results.records[0].cell.model if results.records else "")
-    return StreamSummary(model=model, rules=dict(results.rules), machine=dict(results.machine), settings=out)
+    loads = [s.loads for s in out if s.loads]
+    return StreamSummary(model=model, rules=from_json(StreamRules, dict(results.rules), "rules"),
+                         machine=machine_facts(results.machine), settings=out,
+                         loads=(min(lo for lo, _ in loads), max(hi for _, hi in loads)) if loads else None)

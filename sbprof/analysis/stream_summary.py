@@ -7,11 +7,13 @@ in :mod:`sbprof.analysis.stream`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
+from sbprof.analysis.machine_facts import MachineFacts
 from sbprof.analysis.stream_criterion import BEHIND_SLOPE
 from sbprof.record import Measurement
 from sbprof.record.cell import setting_name
+from sbprof.record.codec import Codec
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class LatencyRow:
     p99_interval_ms: Optional[Tuple[float, float, bool]] = None
     margin: Optional[float] = None
     algorithmic_ms: Optional[float] = None
+    felt_ms: Optional[float] = None  # algorithmic latency + p99 steady delay: what a user waits
     delay_ms: Dict[str, float] = field(default_factory=dict)
     end_delay_ms: Dict[str, float] = field(default_factory=dict)
     delay_growth: Optional[float] = None
@@ -118,10 +121,23 @@ class StreamSetting:
 
 
 @dataclass(frozen=True)
+class StreamRules(Codec):
+    """A stream job's rules, as its report's header names them."""
+
+    utterance_s: Optional[float] = None
+    input: Optional[str] = ""
+    traffic: Optional[str] = "aligned"
+    warmup: Optional[int] = None
+    measured: Optional[int] = None
+
+
+@dataclass(frozen=True)
 class StreamSummary:
-    """Everything a stream job's reports show (see :mod:`sbprof.analysis.stream`)."""
+    """Everything a stream job's reports show (see :mod:`sbprof.analysis.stream`); ``machine``: ``None`` when the
+    file holds none."""
 
     model: str
-    rules: Dict[str, Any]
-    machine: Dict[str, Any]
+    rules: StreamRules
+    machine: Optional[MachineFacts]
     settings: List[StreamSetting]
+    loads: Optional[Tuple[float, float]] = None  # the lowest and highest 1-minute load over every setting

@@ -1,5 +1,8 @@
 """A training profile's results analysed once: per cell, its figures, its breakdown's step statistics, FLOPs shares.
 
+What a train worker saves in a record's ``extra`` is read as a :class:`TrainPayload` (``results.json`` keeps
+its shape).
+
 :func:`train_figures` derives one record's figures (step times,
 throughput, compute), written beside it in ``results.json`` and read by
 :func:`analyse`, which gathers what the report shows into a
@@ -14,14 +17,75 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from sbprof.analysis.distributed import RunAnalysis, RunSummary, summarise_run
+from sbprof.analysis.breakdown import Breakdown, BreakdownSteps, breakdown_steps
+from sbprof.analysis.machine_facts import MachineFacts, machine_facts
+from sbprof.analysis.distributed import RunAnalysis, RunSummary, rank_payload, summarise_run
 from sbprof.analysis.rank_rows import MissingRank
 from sbprof.analysis.world_scaling import ScalingRow, scaling_rows
 from sbprof.base.errors import ConfigError
 from sbprof.analysis.figures import cell_sort_key
 from sbprof.record import Measurement
+from sbprof.record.codec import Codec, from_json
 from sbprof.record.results import Results
-from sbprof.base.stats import Stats, summarise
+from sbprof.base.stats import summarise
+
+
+@dataclass(frozen=True)
+class FlopsPayload(Codec):
+    """What the train worker saves under ``extra["flops"]``: FLOPs and MACs per measured step, per module."""
+
+    per_step: List[float] = field(default_factory=list)
+    macs_per_step: List[float] = field(default_factory=list)
+    modules: Dict[str, List[float]] = field(default_factory=dict)  # label -> [forward, backward] per step
+    untracked: Dict[str, int] = field(default_factory=dict)  # operator -> calls without a FLOP formula
+
+
+@dataclass(frozen=True)
+class ParamsRow(Codec):
+    """One submodule's parameters (``extra["params"]["modules"]``)."""
+
+    name: str
+    type: str
+    depth: int = 1
+    total: int = 0
+    trainable: int = 0
+    shared: bool = False
+
+
+@dataclass(frozen=True)
+class ParamsPayload(Codec):
+    """What the train worker saves under ``extra["params"]``."""
+
+    total: int = 0
+    trainable: int = 0
+    bytes_by_dtype: Dict[str, int] = field(default_factory=dict)
+    modules: List[ParamsRow] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TrainPayload(Codec):
+    """A single-process train record's ``extra`` (each key optional)."""
+
+    audio_s_per_step: List[float] = field(default_factory=list)
+    flops: Optional[FlopsPayload] = None
+    params: Optional[ParamsPayload] = None
+    modules: Optional[Breakdown] = None
+    modules_detailed: Optional[Breakdown] = None
+    loadavg_1m: Optional[float] = None
+    trace_files: List[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class LaunchPayload(Codec):
+    """A world launch's ``extra`` (a ``world_sizes`` study): the run it launched and where its rank files are."""
+
+    run_id: str = "?"
+    run_folder: str = "?"
+
+
+def payload(m: Measurement) -> TrainPayload:
+    """The record's ``extra``, typed."""
+    return from_json(TrainPayload, m.extra, f"record {m.label!r}: extra")
 
 
 def train_figures(m: Measurement) -> Dict[str, Any]:
@@ -38,12 +102,13 @@ def train_figures(m: Measurement) -> Dict[str, Any]:
     if not m.ok or not m.wall_s:
         return {}
     stats = summarise(m.wall_s)
-    audio = m.extra.get("audio_s_per_step") or []
+    extra = payload(m)
+    audio = extra.audio_s_per_step
     figures: Dict[str, Any] = {"step_s_median": stats.median, "step_s_q1": stats.q1, "step_s_q3": stats.q3,
                                "steps": len(m.wall_s)}
     if len(audio) == len(m.wall_s):
         figures["audio_s_per_s"] = sum(audio) / sum(m.wall_s)
-    flops: Optional[list] = (m.extra.get("flops") or {}).get("per_step")
+    flops = extra.flops.per_step if extra.flops is not None else []
     if flops and len(flops) == len(m.wall_s):
         figures["flops_per_step"] = sum(flops) / len(flops)
         figures["achieved_flops_per_s"] = sum(flops) / sum(m.wall_s)
@@ -52,10 +117,18 @@ def train_figures(m: Measurement) -> Dict[str, Any]:
     return figures
 
 
-def breakdown_steps(breakdown: Optional[Dict[str, Any]]) -> Optional[Stats]:
-    """Statistics of a per-module breakdown's step times (ms), or ``None`` without one."""
-    samples = (breakdown or {}).get("step_ms_samples")
-    return summarise(samples) if samples else None
+@dataclass(frozen=True)
+class TrainFigures(Codec):
+    """:func:`train_figures` typed (a figure its record cannot give is ``None``)."""
+
+    step_s_median: float
+    step_s_q1: float
+    step_s_q3: float
+    steps: int
+    audio_s_per_s: Optional[float] = None
+    flops_per_step: Optional[float] = None
+    achieved_flops_per_s: Optional[float] = None
+    flops_per_audio_s: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -72,13 +145,24 @@ class FlopsRow:
 
 @dataclass(frozen=True)
 class TrainCell:
-    """One (variant, setting, run) of a training profile, with everything its section shows."""
+    """One (variant, setting, run) of a training profile, with everything its section shows.
+
+    ``audio_s`` and ``audio_steps``: the audio seconds trained over the steps and how many steps they cover;
+    ``macs_per_step``: mean MACs per step; ``other_load``: the 1-minute load beyond the worker's own threads
+    (other work on the machine).
+    """
 
     record: Measurement
-    figures: Dict[str, Any]
-    steps: Optional[Stats]
-    detailed_steps: Optional[Stats]
+    payload: TrainPayload
+    brain: str
+    figures: Optional[TrainFigures]
+    steps: Optional[BreakdownSteps]
+    detailed_steps: Optional[BreakdownSteps]
     flops: List[FlopsRow]
+    audio_s: float = 0.0
+    audio_steps: int = 0
+    macs_per_step: Optional[float] = None
+    other_load: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +177,7 @@ class WorldRun:
     run: int
     launch: Optional[Measurement]
     summary: RunSummary
+    torchrun: str = "?"  # the launch's command line
 
 
 @dataclass(frozen=True)
@@ -107,26 +192,59 @@ class ScalingTable:
 
 
 @dataclass(frozen=True)
+class TrainData(Codec):
+    """The rules' ``data``: the mock-up batches."""
+
+    num_batches: Optional[int] = None
+    batch_size: Optional[int] = None
+    scale: Optional[float] = None
+    sample_rate: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class TrainRules(Codec):
+    """A training profile's rules, as its report's header names them."""
+
+    data: Optional[TrainData] = None
+    seed: Optional[int] = None
+    warmup: Optional[int] = None
+    measured: Optional[int] = None
+
+
+@dataclass(frozen=True)
 class TrainSummary:
     """Everything a training profile's report shows (see the module docstring)."""
 
-    rules: Dict[str, Any]
-    machine: Dict[str, Any]
+    rules: TrainRules
+    machine: MachineFacts
     cells: List[TrainCell]
     worlds: List[WorldRun] = field(default_factory=list)
     scaling: List[ScalingTable] = field(default_factory=list)
 
 
-def _flops_rows(m: Measurement) -> List[FlopsRow]:
-    flops = m.extra.get("flops") or {}
-    per_module: Dict[str, List[float]] = flops.get("modules") or {}
-    breakdown = m.extra.get("modules") or {}
-    if not per_module or not breakdown:
+def _flops_rows(extra: TrainPayload) -> List[FlopsRow]:
+    flops, breakdown = extra.flops, extra.modules
+    if flops is None or not flops.modules or breakdown is None or not breakdown.rows:
         return []
-    total = sum(flops["per_step"]) / len(flops["per_step"])
-    return [FlopsRow(r["label"], r["depth"], *per_module[r["label"]],
-                     flops_share=sum(per_module[r["label"]]) / total if total else None, time_share=r["share"])
-            for r in breakdown["rows"] if r["label"] in per_module]
+    per_module = flops.modules
+    total = sum(flops.per_step) / len(flops.per_step)
+    return [FlopsRow(r.label, r.depth, *per_module[r.label],
+                     flops_share=sum(per_module[r.label]) / total if total else None, time_share=r.share)
+            for r in breakdown.rows if r.label in per_module]
+
+
+def train_cell(m: Measurement) -> TrainCell:
+    """One single-process record with every figure its section shows."""
+    extra = payload(m)
+    figures = train_figures(m)
+    macs = extra.flops.macs_per_step if extra.flops is not None else []
+    # The load counts this process's own threads: the rest is other work on the machine.
+    other = None if extra.loadavg_1m is None else extra.loadavg_1m - m.cell.threads
+    return TrainCell(record=m, payload=extra, brain=str(m.settings.get("brain", "")), figures=from_json(TrainFigures, figures) if figures else None,
+                     steps=breakdown_steps(extra.modules), detailed_steps=breakdown_steps(extra.modules_detailed),
+                     flops=_flops_rows(extra), audio_s=sum(extra.audio_s_per_step),
+                     audio_steps=len(extra.audio_s_per_step), macs_per_step=sum(macs) / len(macs) if macs else None,
+                     other_load=other)
 
 
 def world_runs(records: List[Measurement]) -> List[WorldRun]:
@@ -148,13 +266,14 @@ def world_runs(records: List[Measurement]) -> List[WorldRun]:
             if m.ok:
                 analysis.add_rank(m)
             else:
-                analysis.add_missing(MissingRank(m.cell.rank, (m.extra.get("rank") or {}).get("last_step"),
-                                                 m.message))
-        info = launch.extra if launch is not None else {}
+                analysis.add_missing(MissingRank(m.cell.rank, rank_payload(m).rank.last_step, m.message))
+        info = (from_json(LaunchPayload, launch.extra, f"record {launch.label!r}: extra") if launch is not None
+                else LaunchPayload())
         backend = next((str(m.settings["distributed"].get("backend")) for m in ranks
                         if "distributed" in m.settings), "n/a")
-        summary = summarise_run(analysis, str(info.get("run_id", "?")), backend, str(info.get("run_folder", "?")))
-        out.append(WorldRun(variant, device, threads, size, scaling, run, launch, summary))
+        summary = summarise_run(analysis, info.run_id, backend, info.run_folder)
+        out.append(WorldRun(variant, device, threads, size, scaling, run, launch, summary,
+                            str(launch.settings.get("torchrun", "?")) if launch is not None else "?"))
     return out
 
 
@@ -183,10 +302,9 @@ def analyse(results: Results) -> TrainSummary:
     for m in single:
         if m.ok and not m.wall_s:
             raise ConfigError(f"record {m.label!r}: measured (status ok) but its field 'wall_s' holds no step times")
-    cells = [TrainCell(record=m, figures=train_figures(m), steps=breakdown_steps(m.extra.get("modules")),
-                       detailed_steps=breakdown_steps(m.extra.get("modules_detailed")), flops=_flops_rows(m))
-             for m in sorted(single, key=cell_sort_key)]
+    cells = [train_cell(m) for m in sorted(single, key=cell_sort_key)]
     worlds = world_runs([m for m in results.records if "world_size" in m.cell.params])
     cores = int(results.machine.get("cpu_count") or 1)
-    return TrainSummary(rules=dict(results.rules), machine=dict(results.machine), cells=cells, worlds=worlds,
+    return TrainSummary(rules=from_json(TrainRules, dict(results.rules), "rules"),
+                        machine=machine_facts(results.machine) or MachineFacts(), cells=cells, worlds=worlds,
                         scaling=scaling_tables(worlds, cores))

@@ -9,11 +9,12 @@ of their peaks. The renderers (:mod:`sbprof.report.transducer`) format the
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from sbprof.base.errors import ConfigError
 from sbprof.record import Measurement
+from sbprof.record.codec import Codec, from_json
 from sbprof.record.results import Results
 from sbprof.analysis.runs import group_runs, representative
 from sbprof.base.stats import Stats, summarise
@@ -22,10 +23,60 @@ MB = 1e6
 
 
 @dataclass(frozen=True)
+class Agreement(Codec):
+    """A backend's check against the reference (``extra["agreement"]``)."""
+
+    ok: bool = False
+    message: str = ""
+    max_loss_rel_diff: Optional[float] = None
+    max_grad_abs_diff: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class Padding(Codec):
+    """The measured steps' batches and their padding (``extra["padding"]``)."""
+
+    batches: int
+    utterances: int
+    frame_padding: float
+    lattice_padding: float
+
+
+@dataclass(frozen=True)
+class SearchPayload(Codec):
+    """A memory search's outcome (``extra["search"]``): every probe ``(value, peak bytes or None, fits)``."""
+
+    largest: Optional[int] = None
+    probes: List[Tuple[int, Optional[float], bool]] = field(default_factory=list)
+    capped: bool = False
+
+
+@dataclass(frozen=True)
+class TransducerPayload(Codec):
+    """What a transducer worker (or the plan, for a backend not installed) saves in a record's ``extra``."""
+
+    agreement: Optional[Agreement] = None
+    padding: Optional[Padding] = None
+    search: Optional[SearchPayload] = None
+    loadavg_1m: Optional[float] = None
+    not_installed: bool = False
+    install_hint: str = ""
+
+
+def payload(m: Measurement) -> TransducerPayload:
+    """The record's ``extra``, typed."""
+    return from_json(TransducerPayload, m.extra, f"record {m.label!r}: extra")
+
+
+@dataclass(frozen=True)
 class BackendRow:
-    """One backend's cell: the record that speaks for it, its step times (pooled over runs), its peak."""
+    """One backend's cell: the record that speaks for it (and its payload), its step times (pooled over runs), its
+    peak."""
 
     record: Measurement
+    payload: TransducerPayload
+    python: Optional[str]  # the interpreter and torch the backend ran in
+    torch: Optional[str]
     runs: int
     ranked: bool
     steps: Optional[Stats]
@@ -46,17 +97,47 @@ class ModeTable:
     device: str
     threads: int
     rows: List[BackendRow]
-    padding: Optional[Dict[str, Any]]
+    padding: Optional[Padding]
+
+
+@dataclass(frozen=True)
+class SearchRow:
+    """A memory search's row: its budget (MB, ``None``: the device's OOM) and every probe's peak (MB)."""
+
+    record: Measurement
+    payload: SearchPayload
+    budget_mb: Optional[float]
+    probes_mb: List[Tuple[int, Optional[float]]]
+
+
+@dataclass(frozen=True)
+class Shapes(Codec):
+    """The rules' ``shapes``: where the utterance shapes come from and their scale-down."""
+
+    source: Optional[str] = None
+    scale: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class TransducerRules(Codec):
+    """A transducer benchmark's rules, as its report's header names them."""
+
+    vocab_size: Optional[int] = None
+    joiner_dim: Optional[int] = None
+    shapes: Optional[Shapes] = None
+    warmup: Optional[int] = None
+    measured: Optional[int] = None
 
 
 @dataclass(frozen=True)
 class TransducerSummary:
-    """Everything a transducer benchmark's reports show (see the module docstring)."""
+    """Everything a transducer benchmark's reports show (see the module docstring); ``rules``: ``None`` when the
+    file holds none."""
 
-    rules: Dict[str, Any]
+    rules: Optional[TransducerRules]
     loads: Optional[Tuple[float, float, List[str]]]
     tables: List[ModeTable]
-    searches: List[Measurement]
+    searches: List[SearchRow]
     rows: List[BackendRow]
 
 
@@ -75,8 +156,10 @@ def _row(runs: Sequence[Measurement]) -> BackendRow:
     ok = [m for m in runs if m.ok and m.wall_s]
     rep = representative(runs)
     peaks = [p for p in (_peak_mb(m) for m in ok) if p is not None]
-    agreement = rep.extra.get("agreement") or {}
-    return BackendRow(record=rep, runs=len(ok), ranked=bool(ok) and bool(agreement.get("ok")),
+    extra = payload(rep)
+    return BackendRow(record=rep, payload=extra, python=rep.settings.get("python"), torch=rep.settings.get("torch"),
+                      runs=len(ok),
+                      ranked=bool(ok) and extra.agreement is not None and extra.agreement.ok,
                       steps=summarise([s for m in ok for s in m.wall_s]) if ok else None,
                       peak_mb=statistics.median(peaks) if peaks else None)
 
@@ -97,18 +180,25 @@ def analyse(results: Results) -> TransducerSummary:
             continue
         size = m.cell.batch_size if mode_of(m) == "fixed" else m.cell.params.get("max_frames")
         tables.setdefault((mode_of(m), size, m.cell.device, m.cell.threads), []).append(row)
-    timed = [m for m in results.records if m.extra.get("loadavg_1m") is not None]
+    timed = [(m, load) for m in results.records for load in [payload(m).loadavg_1m] if load is not None]
     loads = None
     if timed:
-        values = [m.extra["loadavg_1m"] for m in timed]
+        values = [load for _, load in timed]
         # The load counts the measuring worker's own threads: only beyond them did others compete.
-        busy = list(dict.fromkeys(m.label for m in timed if m.extra["loadavg_1m"] > m.cell.threads))
+        busy = list(dict.fromkeys(m.label for m, load in timed if load > m.cell.threads))
         loads = (min(values), max(values), busy)
     return TransducerSummary(
-        rules=dict(results.rules), loads=loads,
+        rules=from_json(TransducerRules, dict(results.rules), "rules") if results.rules else None, loads=loads,
         tables=[ModeTable(mode, size, device, threads,
                           sorted((r for r in group if r.ranked), key=lambda r: r.steps.mean)
                           + [r for r in group if not r.ranked],
-                          next((r.record.extra["padding"] for r in group if r.record.extra.get("padding")), None))
+                          next((r.payload.padding for r in group if r.payload.padding), None))
                 for (mode, size, device, threads), group in tables.items()],
-        searches=[r.record for r in rows if mode_of(r.record) == "search"], rows=rows)
+        searches=[_search_row(r) for r in rows if mode_of(r.record) == "search"], rows=rows)
+
+
+def _search_row(row: BackendRow) -> SearchRow:
+    found = row.payload.search or SearchPayload()
+    budget = row.record.cell.params.get("budget_bytes")
+    return SearchRow(record=row.record, payload=found, budget_mb=None if budget is None else budget / MB,
+                     probes_mb=[(v, None if p is None else p / MB) for v, p, _ in found.probes])

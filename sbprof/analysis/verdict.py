@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import lru_cache
 from numbers import Real
 from typing import Callable, List, Sequence, Tuple, Union
@@ -47,6 +47,7 @@ from typing import Callable, List, Sequence, Tuple, Union
 import numpy as np
 
 from sbprof.base.errors import ConfigError
+from sbprof.record.codec import Codec
 from sbprof.base.stats import quantile
 
 STATISTICS = "median, min, or pNN (the NN-th percentile of a run's samples, e.g. p10)"
@@ -153,7 +154,7 @@ def _shift_interval(log_base: np.ndarray, log_cand: np.ndarray, confidence: floa
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Verdict(Codec):
     """Outcome of :func:`compare_runs`.
 
     ``ratio``, ``low`` and ``high`` are candidate / baseline (above 1: the
@@ -176,9 +177,6 @@ class Verdict:
     reason: str
     statistic: str = "median"
     method: str = verdict_method()
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def compare_runs(

@@ -30,6 +30,8 @@ class Stats:
     max: float
 
     def to_dict(self) -> dict:
+        # Not the Codec mixin: sbprof.base sits below sbprof.record (which imports this module), and these flat
+        # numbers give the codec's JSON anyway.
         return asdict(self)
 
 

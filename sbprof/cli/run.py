@@ -46,7 +46,7 @@ def main(argv: List[str], prog: str = "sbprof run") -> int:
         error(str(exc))
         return EXIT_FAILED
     ended = plan.ended
-    report = outcome.outputs.get("report")
+    report = outcome.outputs.get("report.md")
     if report is not None and report.is_file():
         print(report.read_text(), file=sys.stderr)
     print_outputs({**outcome.outputs, "results": outcome.results})

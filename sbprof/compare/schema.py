@@ -1,11 +1,12 @@
 """What a comparison YAML may hold, and the validated configuration it becomes."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, Mapping, Optional, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Tuple
 
 from sbprof.jobs.preamble import SCHEMA as PREAMBLE, Defaults, Preamble
 from sbprof.models.source import SOURCE_KEYS, ModelSource
+from sbprof.record.codec import Codec
 
 VARIANT_KEYS = ("name",) + SOURCE_KEYS
 ENERGY_KEYS = ("cpu", "gpu", "powercap_root", "meter_log", "meter_time_column", "meter_watts_column",
@@ -18,7 +19,7 @@ DEFAULTS = Defaults(warmup=2, measured=100, output_folder="results/compare")
 
 
 @dataclass(frozen=True)
-class Variant:
+class Variant(Codec):
     """One model or variant to measure: its name (its label in tables and plots) and where it comes from.
 
     Example
@@ -31,13 +32,6 @@ class Variant:
 
     name: str
     source: ModelSource
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "source": self.source.to_dict()}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Variant":
-        return cls(d["name"], ModelSource.from_dict(d["source"]))
 
 
 @dataclass(frozen=True)
@@ -54,7 +48,7 @@ class EnergyConfig:
 
 
 @dataclass(frozen=True)
-class CompareConfig:
+class CompareConfig(Codec):
     """A validated comparison: the shared preamble, the variants, the varied dimension and the energy counters.
 
     ``values`` are the varied dimension's points; ``batch_size`` and
@@ -78,19 +72,3 @@ class CompareConfig:
             if v.name == name:
                 return v
         raise KeyError(name)
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["preamble"] = self.preamble.to_dict()
-        d["variants"] = [v.to_dict() for v in self.variants]
-        return d
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "CompareConfig":
-        """Rebuild a config that :meth:`to_dict` wrote (already validated)."""
-        d = dict(d)
-        d["preamble"] = Preamble.from_dict(d["preamble"])
-        d["variants"] = tuple(Variant.from_dict(v) for v in d["variants"])
-        d["values"] = tuple(d["values"])
-        d["energy"] = EnergyConfig(**d["energy"])
-        return cls(**d)

@@ -11,20 +11,21 @@ seeded noise; a module on random tensors of the ``input`` shapes.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import List, Mapping, Optional, Tuple
 
 from sbprof.base.checks import nearest
 from sbprof.base.errors import ConfigError
 from sbprof.jobs.preamble import Preamble
 from sbprof.models.source import ModelSource
+from sbprof.record.codec import Codec
 
 COMMANDS = ("flops", "params", "modules")
 
 
 @dataclass(frozen=True)
-class CountsConfig:
+class CountsConfig(Codec):
     """A checked count command: what to count, on which input, how to show it.
 
     ``input`` holds a module's input shapes; ``audio_s`` / ``batch_size`` an
@@ -46,19 +47,6 @@ class CountsConfig:
     memory: bool = False
     depth: int = 2
     json: bool = False
-
-    def to_dict(self) -> Dict[str, Any]:
-        d = asdict(self)
-        d["preamble"], d["source"] = self.preamble.to_dict(), self.source.to_dict()
-        return d
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "CountsConfig":
-        d = dict(d)
-        d["preamble"], d["source"] = Preamble.from_dict(d["preamble"]), ModelSource.from_dict(d["source"])
-        d["input"] = None if d["input"] is None else tuple(tuple(s) for s in d["input"])
-        d["select"] = tuple(d["select"])
-        return cls(**d)
 
 
 def parse_shapes(text: str) -> Tuple[Tuple[int, ...], ...]:

@@ -19,11 +19,12 @@ import os
 import socket
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Union
+from typing import Any, Mapping, Optional, Union
 
 from sbprof.base.errors import ConfigError
+from sbprof.record.codec import Codec
 
 ENV_FOLDER = "SBPROF_RANK_FOLDER"
 ENV_RUN_ID = "SBPROF_RUN_ID"
@@ -32,7 +33,7 @@ STORE_PREFIX = "sbprof/"
 
 
 @dataclass(frozen=True)
-class World:
+class World(Codec):
     """This process's place in a torchrun world (see the module docstring).
 
     Example
@@ -52,9 +53,6 @@ class World:
     master_port: Optional[int] = None
     restart: int = 0
     elastic_run_id: Optional[str] = None
-
-    def to_dict(self) -> Dict[str, Any]:
-        return asdict(self)
 
 
 def _int(env: Mapping[str, str], name: str, default: Optional[int]) -> int:

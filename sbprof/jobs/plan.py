@@ -50,6 +50,7 @@ class Item:
     calibration: bool = False
 
     def to_dict(self) -> Dict[str, Any]:
+        # Not the codec's shape: a worker reads the payload's keys beside the cell's, not under "payload".
         return {"cell": self.cell.to_dict(), "label": self.label, "calibration": self.calibration, **self.payload}
 
 

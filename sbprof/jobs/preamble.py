@@ -27,13 +27,14 @@ once per setting.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from sbprof.base.checks import check_int, check_threads_count, parse_device
 from sbprof.base.errors import ConfigError
 from sbprof.record.cell import setting_name
+from sbprof.record.codec import Codec
 from sbprof.base.yamlconfig import check_keys, load_yaml
 
 REPEAT_KEYS = ("runs", "target", "min_runs", "max_runs", "confidence")
@@ -94,7 +95,7 @@ class Defaults:
 
 
 @dataclass(frozen=True)
-class Preamble:
+class Preamble(Codec):
     """The validated shared keys (see the module docstring) and the run options."""
 
     devices: Tuple[str, ...]
@@ -118,18 +119,6 @@ class Preamble:
             threads = self.cpu_threads if device == "cpu" else (self.cuda_threads,)
             out.extend(Setting(device, n) for n in threads)
         return tuple(out)
-
-    def to_dict(self) -> Dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Preamble":
-        """Rebuild what :meth:`to_dict` wrote (already validated; used by workers)."""
-        d = dict(d)
-        d["repeats"] = Repeats(**d["repeats"])
-        for key in ("devices", "cpu_threads", "warnings"):
-            d[key] = tuple(d[key])
-        return cls(**d)
 
 
 def default_cpu_threads(cores: Optional[int] = None) -> Tuple[int, ...]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from sbprof.record.codec import Codec
 from sbprof.measuring.events import SessionView, StepWindow, device_us, step_label, union_us
 
 BLOCKING_CALLS = ("Synchronize", "cudaMemcpy")
@@ -28,15 +29,12 @@ BLOCKING_CALLS = ("Synchronize", "cudaMemcpy")
 
 
 @dataclass(frozen=True)
-class DeviceSplit:
+class DeviceSplit(Codec):
     """Wall, host-busy and GPU-busy seconds of one profiled call."""
 
     wall_s: float
     host_busy_s: float
     gpu_busy_s: float
-
-    def to_dict(self) -> dict:
-        return {"wall_s": self.wall_s, "host_busy_s": self.host_busy_s, "gpu_busy_s": self.gpu_busy_s}
 
 
 def _is_blocking(event: Any) -> bool:

@@ -9,12 +9,13 @@ subtree, so the rows of two subtrees sharing a tensor each count it.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Tuple
 
 import torch
 
 from sbprof.base.errors import ConfigError
+from sbprof.record.codec import Codec, to_json
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class SharedParam:
 
 
 @dataclass(frozen=True)
-class ParamCount:
+class ParamCount(Codec):
     """Result of :func:`count_params`."""
 
     total: int
@@ -66,10 +67,8 @@ class ParamCount:
         raise ConfigError(f"model has no module named {name!r}")
 
     def to_dict(self) -> Dict[str, Any]:
-        """JSON-ready plain data."""
-        data = asdict(self)
-        data["frozen"], data["bytes"] = self.frozen, self.bytes
-        return data
+        """JSON-ready plain data, with the derived ``frozen`` and ``bytes`` for readers (dropped on read)."""
+        return {**to_json(self), "frozen": self.frozen, "bytes": self.bytes}
 
 
 def _numel(name: str, tensor: torch.Tensor) -> int:

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from sbprof.base.checks import check_int, nearest
 from sbprof.base.errors import ConfigError
 from sbprof.base.yamlconfig import resolve_path
+from sbprof.record.codec import Codec
 
 SOURCE_KEYS = ("source", "type", "method", "args", "overrides", "yaml", "module", "input", "features")
 MODULE_INPUTS = ("wavs", "features")
@@ -36,7 +37,7 @@ _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
 
 @dataclass(frozen=True)
-class ModelSource:
+class ModelSource(Codec):
     """A checked model source (see the module docstring); ``kind`` is local_model, folder, hub or module.
 
     Example
@@ -72,18 +73,6 @@ class ModelSource:
         if not self.is_module:
             d.pop("input")
         return d
-
-    def to_dict(self) -> Dict[str, Any]:
-        d = asdict(self)
-        d["args"] = list(self.args) if self.args is not None else None
-        return d
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "ModelSource":
-        d = dict(d)
-        if d.get("args") is not None:
-            d["args"] = tuple(d["args"])
-        return cls(**d)
 
 
 def _text(tree: Mapping[str, Any], key: str, where: str) -> Optional[str]:

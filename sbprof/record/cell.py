@@ -1,8 +1,10 @@
 """Where a measurement sits: the typed coordinates every renderer groups and sorts by."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple
+
+from sbprof.record.codec import Codec
 
 
 def setting_name(device: str, threads: int) -> str:
@@ -17,7 +19,7 @@ def setting_name(device: str, threads: int) -> str:
 
 
 @dataclass(frozen=True)
-class Cell:
+class Cell(Codec):
     """The coordinates of one measurement in its run.
 
     Arguments
@@ -78,10 +80,3 @@ class Cell:
         """Identity of the cell in a results file (all coordinates)."""
         return (self.model, self.variant, self.device, self.threads, self.audio_s, self.batch_size, self.input,
                 self.run, self.rank, tuple(sorted(self.params.items())))
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Cell":
-        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})

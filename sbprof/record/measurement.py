@@ -1,25 +1,21 @@
 """``Measurement`` and the typed parts it carries: memory peaks, counts, energy, environment."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from sbprof.base.errors import ConfigError
 from sbprof.record.cell import Cell
 from sbprof.record.check import STATUSES, check_record
+from sbprof.record.codec import Codec, from_json, to_json
 from sbprof.base.stats import Stats, summarise
 
 SCHEMA_VERSION = 2
 SAMPLES = ("wall_s", "cpu_s", "cuda_s")
 
 
-def _known(cls: type, d: dict) -> dict:
-    """The keys of ``d`` that ``cls`` has: a newer writer's extra keys are not an error."""
-    return {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
-
-
 @dataclass
-class MemoryPeak:
+class MemoryPeak(Codec):
     """Peaks of one measured region, in bytes; ``None`` where not measured.
 
     ``*_delta_bytes`` are the peak minus the usage just before the region, so
@@ -37,16 +33,9 @@ class MemoryPeak:
     peak_cuda_delta_bytes: Optional[int] = None
     peak_cuda_reserved_bytes: Optional[int] = None
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "MemoryPeak":
-        return cls(**_known(cls, d))
-
 
 @dataclass
-class Counts:
+class Counts(Codec):
     """What a call computes and holds, per call: FLOPs, MACs and parameters (``None`` = not counted)."""
 
     flops: Optional[float] = None
@@ -54,16 +43,9 @@ class Counts:
     params: Optional[int] = None
     trainable_params: Optional[int] = None
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Counts":
-        return cls(**_known(cls, d))
-
 
 @dataclass
-class Energy:
+class Energy(Codec):
     """Energy of one time window, per domain, as read from counters or a meter.
 
     Arguments
@@ -122,16 +104,9 @@ class Energy:
         parts = [f"{d} {j:.3g} J ({watts.get(d, float('nan')):.3g} W)" for d, j in self.joules.items()]
         return ", ".join(parts) + (f"; not measured: {reasons}" if reasons else "")
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Energy":
-        return cls(**_known(cls, d))
-
 
 @dataclass
-class Env:
+class Env(Codec):
     """Where a measurement was taken (filled by :func:`sbprof.measuring.env.collect_env`)."""
 
     python: str = ""
@@ -148,19 +123,9 @@ class Env:
     sbprof: str = ""
     git_commit: Optional[str] = None
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Env":
-        return cls(**_known(cls, d))
-
-
-_PARTS = {"cell": Cell, "memory": MemoryPeak, "counts": Counts, "energy": Energy, "env": Env}
-
 
 @dataclass
-class Measurement:
+class Measurement(Codec):
     """Raw samples, peaks, counts and energy of one measured callable (e.g. one sweep cell).
 
     Arguments
@@ -232,11 +197,12 @@ class Measurement:
             raise ConfigError(f"measurement {self.label!r} has no {metric} samples (status {self.status})")
         return summarise(samples)
 
+    # More than the codec's field work: a record carries its schema version, is migrated from older ones and
+    # checked field by field with the file's wording (sbprof.record.check), and keeps the keys it does not know
+    # (the codec drops them) so that saving it again loses nothing.
     def to_dict(self) -> dict:
-        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "unknown"}
-        for name in _PARTS:
-            if d[name] is not None:
-                d[name] = d[name].to_dict()
+        d = to_json(self)
+        del d["unknown"]
         return {"schema_version": SCHEMA_VERSION, **d, **self.unknown}
 
     @classmethod
@@ -246,11 +212,7 @@ class Measurement:
 
         migrated = migrate_measurement(d)
         check_record(migrated, complete=migrated is d)  # an older writer did not have every field of today's
-        d = migrated
-        known = _known(cls, d)
-        known.pop("unknown", None)
-        for name, part in _PARTS.items():
-            if known.get(name) is not None:
-                known[name] = part.from_dict(known[name])
-        unknown = {k: v for k, v in d.items() if k not in cls.__dataclass_fields__ and k != "schema_version"}
-        return cls(**known, unknown=unknown)
+        fields = {k: v for k, v in migrated.items() if k != "unknown"}
+        m = from_json(cls, fields)
+        m.unknown = {k: v for k, v in migrated.items() if k not in cls.__dataclass_fields__ and k != "schema_version"}
+        return m

@@ -42,6 +42,10 @@ class Results:
     calibration: List[Measurement] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
 
+    # Not the codec's: a results file is more than these fields. It carries its format and version, is migrated
+    # from older versions on read (sbprof.record.migrate), names the file in every error, may carry derived
+    # figures and a summary that are never read back, and refuses records that repeat a cell. Its records are
+    # the codec's (Measurement.to_dict / from_dict).
     def to_dict(self, derive: Optional[Callable[[Measurement], Dict[str, Any]]] = None,
                 summarise: Optional[Callable[["Results"], Dict[str, Any]]] = None) -> dict:
         records = []

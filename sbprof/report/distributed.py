@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import csv
 import io
-from pathlib import Path
-from typing import Dict, List, Optional, Union
+from typing import Dict, List, Optional
 
 from sbprof.analysis.distributed import RunSummary
 from sbprof.analysis.rank_rows import RankRow
 from sbprof.analysis.rank_sections import SectionSummary
 from sbprof.analysis.world_scaling import ScalingRow
 from sbprof.report.format import MESSAGE_CHARS, bytes_in, plural, sig3, table
-from sbprof.results.files import atomic_write
 
 REPORT_FILE = "report.md"
 CSV_FILE = "ranks.csv"
@@ -182,9 +180,8 @@ def status_lines(run: RunSummary) -> List[str]:
 
 def render_run(run: RunSummary) -> str:
     """The whole merged report of one run."""
-    hosts = {(h.host, h.node_rank) for s in run.sections for h in s.hosts}
     lines = [f"# Distributed run {run.run_id}", "",
-             f"{plural(run.world_size, 'rank')}, backend {run.backend}, on {plural(len(hosts), 'host')} / node "
+             f"{plural(run.world_size, 'rank')}, backend {run.backend}, on {plural(run.hosts, 'host')} / node "
              f"group(s); rank files in `{run.source}`.", ""] + status_lines(run)
     for s in run.sections:
         lines += [""] + render_section(s)
@@ -239,14 +236,5 @@ def ranks_csv(run: RunSummary) -> str:
 
 
 def render(run: RunSummary) -> Dict[str, str]:
-    """``report.md`` and ``ranks.csv`` of one distributed run, written by :func:`sbprof.jobs.render.write_files`."""
+    """``report.md`` and ``ranks.csv`` of one merged run, by file name (written by :func:`sbprof.jobs.render.write_files`)."""
     return {REPORT_FILE: render_run(run), CSV_FILE: ranks_csv(run)}
-
-
-def write_run_report(run: RunSummary, folder: Union[str, Path]) -> Dict[str, Path]:
-    """Write ``report.md`` and ``ranks.csv`` into ``folder``."""
-    folder = Path(folder)
-    report, rows = folder / REPORT_FILE, folder / CSV_FILE
-    atomic_write(report, render_run(run))
-    atomic_write(rows, ranks_csv(run))
-    return {"report": report, "ranks": rows}

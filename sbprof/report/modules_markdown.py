@@ -1,4 +1,4 @@
-"""Markdown tables of a per-module breakdown (what :meth:`ModuleBreakdown.to_dict` holds); formats only.
+"""Markdown tables of a per-module breakdown (:class:`~sbprof.analysis.breakdown.Breakdown`); formats only.
 
 Rows nest by module name: an inner module is indented (``· `` per level) and
 shows its name relative to the row it sits in. One table for the host clock,
@@ -6,12 +6,13 @@ one for the GPU clock on CUDA, one for memory when it was measured.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Union
 
 from tabulate import tabulate
 
+from sbprof.analysis.breakdown import Breakdown, BreakdownSteps
+from sbprof.record.codec import from_json
 from sbprof.report.format import bytes_in, sig3
-from sbprof.base.stats import Stats
 
 TIME_HEADERS = ["module", "type", "calls", "forward ms", "fwd self ms", "backward ms", "bwd self ms", "total ms",
                 "share"]
@@ -45,71 +46,72 @@ def display_names(labels: List[str], depths: List[int]) -> List[str]:
     return shown
 
 
-def _time_table(data: Dict[str, Any], prefix: str) -> str:
-    rows = data["rows"]
-    names = display_names([r["label"] for r in rows], [r["depth"] for r in rows])
+def _time_table(data: Breakdown, prefix: str) -> str:
+    rows = data.rows
+    names = display_names([r.label for r in rows], [r.depth for r in rows])
     table = []
     for name, r in zip(names, rows):
-        if r.get(prefix + "total_ms") is None:
+        if getattr(r, prefix + "total_ms") is None:
             continue
-        calls = "" if not r["calls"] and r["label"].startswith("(") else f"{r['calls']:g}"
-        table.append([name, r["type"], calls] + [_ms(r.get(prefix + k)) for k in (
+        calls = "" if not r.calls and r.label.startswith("(") else f"{r.calls:g}"
+        table.append([name, r.type, calls] + [_ms(getattr(r, prefix + k)) for k in (
             "forward_ms", "forward_self_ms", "backward_ms", "backward_self_ms", "total_ms")]
-            + [_share(r.get(prefix + "share"))])
+            + [_share(getattr(r, prefix + "share"))])
     return tabulate(table, headers=TIME_HEADERS, tablefmt="github", disable_numparse=True)
 
 
-def _memory_table(data: Dict[str, Any]) -> Optional[str]:
-    rows = [r for r in data["rows"] if r.get("memory")]
+def _memory_table(data: Breakdown) -> Optional[str]:
+    rows = [r for r in data.rows if r.memory]
     if not rows:
         return None
-    names = display_names([r["label"] for r in rows], [r["depth"] for r in rows])
+    names = display_names([r.label for r in rows], [r.depth for r in rows])
     table = []
     for name, r in zip(names, rows):
-        m = r["memory"]
+        m = r.memory or {}
         table.append([name] + [bytes_in("MB", m.get(k)) for k in (
             "params_bytes", "output_bytes", "forward_peak_bytes", "forward_added_bytes", "backward_peak_bytes",
             "backward_added_bytes")])
     return tabulate(table, headers=MEMORY_HEADERS, tablefmt="github", disable_numparse=True)
 
 
-def render_breakdown(data: Dict[str, Any], stats: Stats) -> str:
-    """Markdown of one breakdown (its ``to_dict()`` form), with the statistics of its step times (ms).
+def render_breakdown(data: Union[Breakdown, Dict[str, Any]], steps: BreakdownSteps) -> str:
+    """Markdown of one breakdown, with its step figures (:func:`~sbprof.analysis.breakdown.breakdown_steps`).
 
     Example
     -------
     >>> data = {"step": "train", "mode": "light", "steps": 2, "step_ms_samples": [10.0, 12.0],
     ...         "rows": [{"label": "enc", "type": "Enc", "depth": 0, "calls": 1.0, "total_ms": 8.0, "share": 0.727,
     ...                   "forward_ms": 3.0, "forward_self_ms": 3.0, "backward_ms": 5.0, "backward_self_ms": 5.0}]}
-    >>> from sbprof.base.stats import summarise
-    >>> text = render_breakdown(data, summarise(data["step_ms_samples"]))
+    >>> from sbprof.analysis.breakdown import breakdown_steps
+    >>> text = render_breakdown(data, breakdown_steps(data))
     >>> "| enc      | Enc    | 1       | 3.00         | 3.00          | 5.00          | 5.00          | 8.00       | 72.7%   |" in text
     True
     """
-    steps = data["steps"]
-    lines = [f"Per-module time of step `{data['step']}` ({data['mode']} mode), mean over {steps} "
-             f"step{'s' if steps != 1 else ''}: step {sig3(sum(data['step_ms_samples']) / steps)} ms "
+    if isinstance(data, dict):  # TRANSITION: the modules job (report/counts.py) still hands the saved dict
+        data = from_json(Breakdown, data)
+    stats, count = steps.step, data.steps
+    lines = [f"Per-module time of step `{data.step}` ({data.mode} mode), mean over {count} "
+             f"step{'s' if count != 1 else ''}: step {sig3(steps.mean_ms)} ms "
              f"(median {sig3(stats.median)} [{sig3(stats.q1)}, {sig3(stats.q3)}]). Milliseconds per step; "
              "total = forward + backward; self = not in the rows nested under it; share = total / step; "
              "`(other)` = the step outside every row (code between modules, data moves, the hooks).", "",
              "Host clock:", "", _time_table(data, "")]
-    if data.get("cuda_step_ms_samples"):
-        cuda = data["cuda_step_ms_samples"]
-        lines += ["", f"GPU clock (CUDA events on the current stream; step {sig3(sum(cuda) / len(cuda))} ms):", "",
+    if steps.cuda_mean_ms is not None:
+        lines += ["", f"GPU clock (CUDA events on the current stream; step {sig3(steps.cuda_mean_ms)} ms):", "",
                   _time_table(data, "cuda_")]
     memory = _memory_table(data)
     if memory is not None:
         lines += ["", "Memory (one separate step under torch's MemTracker; tracked tensors only; peak = all "
                   "tracked memory at the highest point while the module ran; added = that minus what was in "
                   "use when it began):", "", memory]
-        peak = data.get("memory_peak") or {}
+        peak = data.memory_peak or {}
         if peak:
             parts = ", ".join(f"{k.lower()} {bytes_in('MB', v)} MB" for k, v in peak.items() if k != "Total" and v)
             lines += ["", f"Step peak {bytes_in('MB', peak.get('Total'))} MB: {parts}."]
-        if data.get("memory_note"):
-            lines += ["", data["memory_note"]]
-    if data.get("note"):
-        lines += ["", data["note"]]
-    if data.get("never_ran"):
-        lines += ["", "Selected but never called: " + ", ".join(data["never_ran"]) + "."]
+        if data.memory_note:
+            lines += ["", data.memory_note]
+    if data.note:
+        lines += ["", data.note]
+    if data.never_ran:
+        lines += ["", "Selected but never called: " + ", ".join(data.never_ran) + "."]
     return "\n".join(lines) + "\n"

@@ -5,14 +5,14 @@ only; never measures.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, List, Optional, Union
+from typing import Dict, List, Optional
 
 from tabulate import tabulate
 
+from sbprof.analysis.breakdown import BreakdownRow
 from sbprof.analysis.run import DEFINITIONS, OTHER, RunReport, StageFigures
 from sbprof.report.counts import si
 from sbprof.report.format import bytes_in, sig3
-from sbprof.results.files import atomic_write
 
 REPORT_FILE = "report.md"
 TOP_MODULES = 10
@@ -24,14 +24,14 @@ def _share(value: Optional[float]) -> str:
 
 def _memory(s: StageFigures) -> str:
     memory = s.memory
-    if memory.get("peak_cuda_bytes") is not None:
-        return (f"{bytes_in('MB', memory['peak_cuda_bytes'])} MB allocated at peak "
-                f"(+{bytes_in('MB', memory['peak_cuda_delta_bytes'])} MB over the first measured step's start)")
-    if memory.get("peak_rss_bytes") is None:
+    if memory is not None and memory.peak_cuda_bytes is not None:
+        return (f"{bytes_in('MB', memory.peak_cuda_bytes)} MB allocated at peak "
+                f"(+{bytes_in('MB', memory.peak_cuda_delta_bytes)} MB over the first measured step's start)")
+    if memory is None or memory.peak_rss_bytes is None:
         return "n/a"
-    return (f"{bytes_in('MB', memory['peak_rss_bytes'])} MB resident at peak "
-            f"(+{bytes_in('MB', memory['peak_rss_delta_bytes'])} MB over the first measured step's start; "
-            f"{memory.get('rss_method')})")
+    return (f"{bytes_in('MB', memory.peak_rss_bytes)} MB resident at peak "
+            f"(+{bytes_in('MB', memory.peak_rss_delta_bytes)} MB over the first measured step's start; "
+            f"{memory.rss_method})")
 
 
 def _untracked(s: StageFigures) -> str:
@@ -63,19 +63,19 @@ def summary_table(s: StageFigures) -> str:
     return tabulate(rows, headers=["figure", "value"], tablefmt="github", disable_numparse=True)
 
 
-def _top(rows: List[Dict]) -> List[Dict]:
+def _top(rows: List[BreakdownRow]) -> List[BreakdownRow]:
     """The first :data:`TOP_MODULES` modules, then the rows that are not modules (``(other)``)."""
-    modules = [r for r in rows if r["label"] != OTHER]
-    return modules[:TOP_MODULES] + [r for r in rows if r["label"] == OTHER]
+    modules = [r for r in rows if r.label != OTHER]
+    return modules[:TOP_MODULES] + [r for r in rows if r.label == OTHER]
 
 
 def modules_table(s: StageFigures) -> Optional[str]:
     """The modules taking the most time per step, largest first."""
     if not s.modules:
         return None
-    table = [[r["label"], r["type"], f"{r['total_ms']:.2f}", "n/a" if r.get("forward_ms") is None
-              else f"{r['forward_ms']:.2f}", "n/a" if r.get("backward_ms") is None else f"{r['backward_ms']:.2f}",
-              f"{100 * r['share']:.1f}%"] for r in _top(s.modules)]
+    table = [[r.label, r.type, f"{r.total_ms:.2f}", "n/a" if r.forward_ms is None else f"{r.forward_ms:.2f}",
+              "n/a" if r.backward_ms is None else f"{r.backward_ms:.2f}", f"{100 * r.share:.1f}%"]
+             for r in _top(s.modules)]
     return tabulate(table, headers=["module", "type", "ms per step", "forward ms", "backward ms",
                                     "share of step"], tablefmt="github", disable_numparse=True)
 
@@ -84,7 +84,7 @@ def params_table(s: StageFigures) -> Optional[str]:
     rows = s.params_rows
     if not rows:
         return None
-    table = [[r["name"], r["type"], f"{r['total']:,}", f"{r['trainable']:,}"] for r in rows]
+    table = [[r.name, r.type, f"{r.total:,}", f"{r.trainable:,}"] for r in rows]
     return tabulate(table, headers=["module", "type", "parameters", "trainable"], tablefmt="github",
                     disable_numparse=True)
 
@@ -113,18 +113,18 @@ def render_run(report: RunReport) -> str:
     '# sbprof run: train.py'
     """
     rules, machine = report.rules, report.machine
-    target = rules.get("script") or f"-m {rules.get('module')}"
+    target = rules.script or f"-m {rules.module}"
     lines = [f"# sbprof run: {target}", "",
-             f"- **Command**: `{target} {' '.join(rules.get('args') or [])}`".rstrip() + "; "
-             f"{rules.get('warmup')} warm-up + {rules.get('measured')} measured steps per stage"
-             f"{', then the script went on (--continue)' if rules.get('continue') else ''}",
-             f"- **Machine**: {machine.get('cpu', '?')} ({machine.get('cpu_count', '?')} logical cores), GPU "
-             f"{machine.get('gpu') or 'none'}; torch {machine.get('torch', '?')}, speechbrain "
-             f"{machine.get('speechbrain', '?')}"]
+             f"- **Command**: `{target} {' '.join(rules.args)}`".rstrip() + "; "
+             f"{rules.warmup} warm-up + {rules.measured} measured steps per stage"
+             f"{', then the script went on (--continue)' if report.continued else ''}",
+             f"- **Machine**: {machine.cpu} ({machine.cpu_count} logical cores), GPU "
+             f"{machine.gpu or 'none'}; torch {machine.torch}, speechbrain "
+             f"{machine.speechbrain}"]
     lines += [f"- {note}" for note in report.notes] + [""]
     for stage in report.stages:
         lines += render_stage(stage)
-    traces = sorted({t for s in report.stages for t in s.traces})
+    traces = report.traces
     if traces:
         lines += ["## Trace", "", "torch.profiler trace of the measured steps (Perfetto, chrome://tracing or "
                   "TensorBoard): " + ", ".join(f"`{Path(t).name}`" for t in traces) + " in `traces/`.", ""]
@@ -132,8 +132,6 @@ def render_run(report: RunReport) -> str:
     return "\n".join(lines)
 
 
-def render(report: RunReport, folder: Union[str, Path]) -> Dict[str, Path]:
-    """Write ``report.md`` into ``folder``; return its path."""
-    path = Path(folder) / REPORT_FILE
-    atomic_write(path, render_run(report))
-    return {"report": path}
+def render(report: RunReport) -> Dict[str, str]:
+    """``report.md``, by file name."""
+    return {REPORT_FILE: render_run(report)}

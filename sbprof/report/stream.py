@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import csv
 import io
-from pathlib import Path
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Collection, Dict, List, Optional, Union
 
 from sbprof.analysis.stream_criterion import BEHIND_SLOPE
 from sbprof.analysis.stream_summary import CapacityRow, LatencyRow, StreamSetting, StreamSummary
 from sbprof.report.format import plural, sig3, status_text, table
-from sbprof.report.stream_plot import render_stream_plots, setting_label
-from sbprof.results.files import atomic_write
+from sbprof.report.stream_plot import plot_file, render_stream_plots, setting_label
 
 REPORT_FILE = "report.md"
 CSV_FILE = "results.csv"
@@ -201,21 +199,20 @@ def _traffic_text(traffic: str) -> str:
 
 def _header(summary: StreamSummary) -> List[str]:
     rules, machine = summary.rules, summary.machine
-    utterance = rules.get("utterance_s")
-    source = str(rules.get("input", "")).split(":sha256")[0]
+    utterance = rules.utterance_s
+    source = str(rules.input).split(":sha256")[0]
     out = [f"Every stream sends the same utterance ({source}, "
            f"{'?' if utterance is None else f'{utterance:.2f}'} s); traffic: "
-           f"{_traffic_text(str(rules.get('traffic', 'aligned')))}; {rules.get('warmup')} unmeasured chunk(s) on "
-           f"a throw-away stream before each cell, then {plural(int(rules.get('measured') or 1), 'pass', 'passes')}"
+           f"{_traffic_text(str(rules.traffic))}; {rules.warmup} unmeasured chunk(s) on "
+           f"a throw-away stream before each cell, then {plural(int(rules.measured or 1), 'pass', 'passes')}"
            " per cell."]
-    if machine:
-        out.append(f"Machine: {machine.get('cpu', '?')} ({machine.get('cpu_count', '?')} logical cores), "
-                   f"torch {machine.get('torch', '?')}, speechbrain {machine.get('speechbrain', '?')}"
-                   + (f", {machine['gpu']}" if machine.get("gpu") else "") + ".")
-    loads = [s.loads for s in summary.settings if s.loads]
-    if loads:
-        out.append(f"Machine load (1-minute load average after each cell): {min(lo for lo, _ in loads):.2f} to "
-                   f"{max(hi for _, hi in loads):.2f}.")
+    if machine is not None:
+        out.append(f"Machine: {machine.cpu} ({machine.cpu_count} logical cores), "
+                   f"torch {machine.torch}, speechbrain {machine.speechbrain}"
+                   + (f", {machine.gpu}" if machine.gpu else "") + ".")
+    if summary.loads is not None:
+        out.append(f"Machine load (1-minute load average after each cell): {summary.loads[0]:.2f} to "
+                   f"{summary.loads[1]:.2f}.")
     return [" ".join(out), ""]
 
 
@@ -226,9 +223,9 @@ def _lone_note(s: StreamSetting) -> List[str]:
     return [LONE_STREAM_NOTE.format(ratio=f"{ratios[0]:.1f}x"), ""]
 
 
-def render_markdown(summary: StreamSummary, plots: Optional[Dict[str, str]] = None) -> str:
+def render_markdown(summary: StreamSummary, plots: Collection[str] = ()) -> str:
     """The report: capacity across settings beside the offline RTFx, then per setting the compute and pacing
-    tables, each with its definitions, and the plots.
+    tables, each with its definitions, and the plots (``plots``: the plot files rendered).
 
     Example
     -------
@@ -237,7 +234,6 @@ def render_markdown(summary: StreamSummary, plots: Optional[Dict[str, str]] = No
     >>> render_markdown(analyse(Results("stream"))).splitlines()[0]
     '# Streaming latency'
     """
-    plots = plots or {}
     out = [f"# Streaming latency{': ' + summary.model if summary.model else ''}", ""] + _header(summary)
     out += ["## Capacity: streams per machine within a delay target", "", capacity_table(summary), "",
             CAPACITY_DEFINITIONS, ""]
@@ -256,8 +252,8 @@ def render_markdown(summary: StreamSummary, plots: Optional[Dict[str, str]] = No
             if emission:
                 out += ["### Emission latency against the reference alignment", "", emission, "",
                         EMISSION_DEFINITIONS, ""]
-        out += [f"![{kind}]({plots[f'{kind} {s.name}']})" for kind in ("tradeoff", "cdf", "streams")
-                if f"{kind} {s.name}" in plots]
+        out += [f"![{kind}]({plot_file(kind, s)})" for kind in ("tradeoff", "cdf", "streams")
+                if plot_file(kind, s) in plots]
         out.append("")
     return "\n".join(out)
 
@@ -311,12 +307,7 @@ def render_csv(summary: StreamSummary) -> str:
     return buf.getvalue()
 
 
-def render(summary: StreamSummary, folder: Union[str, Path]) -> Dict[str, Path]:
-    """Write ``report.md``, ``results.csv`` and the plots into ``folder``; return their paths."""
-    folder = Path(folder)
-    plots = render_stream_plots(summary, folder)
-    paths = {"report": folder / REPORT_FILE, "csv": folder / CSV_FILE}
-    atomic_write(paths["report"], render_markdown(summary, {k: str(p.relative_to(folder))
-                                                                 for k, p in plots.items()}))
-    atomic_write(paths["csv"], render_csv(summary))
-    return {**paths, **{f"plot {k}": p for k, p in plots.items()}}
+def render(summary: StreamSummary) -> Dict[str, Union[str, bytes]]:
+    """``report.md``, ``results.csv`` and the plots, by file name."""
+    plots = render_stream_plots(summary)
+    return {REPORT_FILE: render_markdown(summary, plots), CSV_FILE: render_csv(summary), **plots}

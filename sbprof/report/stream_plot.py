@@ -15,14 +15,14 @@ Built like every sbprof plot (:mod:`sbprof.report.plot`).
 """
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Dict, Optional, Union
+import io
+from typing import Dict, Optional
 
 from matplotlib.figure import Figure
 
 from sbprof.analysis.stream_summary import StreamSetting, StreamSummary
 from sbprof.report.format import plural
-from sbprof.report.plot import PLOT_DIR, finish_axes, new_figure, write_png
+from sbprof.report.plot import PLOT_DIR, finish_axes, new_figure
 
 
 def setting_label(s: StreamSetting) -> str:
@@ -79,7 +79,7 @@ def streams_figure(s: StreamSetting, title: str) -> Optional[Figure]:
 
 def tradeoff_figure(s: StreamSetting, title: str) -> Optional[Figure]:
     """User-felt latency (algorithmic + p99 steady delay) against compute per audio second, per chunk setting."""
-    rows = [r for r in s.rows if r.streaming_rtf and r.delay_ms and r.algorithmic_ms is not None]
+    rows = [r for r in s.rows if r.streaming_rtf and r.felt_ms is not None]
     if not rows:
         return None
     fewest = min(r.streams for r in rows)
@@ -90,7 +90,7 @@ def tradeoff_figure(s: StreamSetting, title: str) -> Optional[Figure]:
     for i, left in enumerate(lefts):
         kept = sorted((r for r in rows if r.left_context == left), key=lambda r: r.chunk_size)
         x = [r.streaming_rtf for r in kept]
-        y = [r.algorithmic_ms + r.delay_ms["p99"] for r in kept]
+        y = [r.felt_ms for r in kept]
         ax.plot(x, y, marker="o", color=f"C{i % 10}", label=f"left {'unlimited' if left == -1 else left}")
         for r, xi, yi in zip(kept, x, y):
             ax.annotate(f"chunk {r.chunk_size}", (xi, yi), fontsize="x-small", xytext=(3, 3),
@@ -103,9 +103,21 @@ def tradeoff_figure(s: StreamSetting, title: str) -> Optional[Figure]:
     return figure
 
 
-def render_stream_plots(summary: StreamSummary, folder: Union[str, Path]) -> Dict[str, Path]:
-    """The PNGs of every setting; returns ``"<kind> <setting>"`` -> path."""
-    out: Dict[str, Path] = {}
+def plot_file(kind: str, s: StreamSetting) -> str:
+    """``plots/stream-<kind>-<setting>.png``: where a setting's plot goes, relative to the results folder."""
+    return f"{PLOT_DIR}/stream-{kind}-{s.name}.png"
+
+
+def png_bytes(figure: Figure) -> bytes:
+    """The figure as PNG bytes (an in-memory buffer: the caller writes the file)."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def render_stream_plots(summary: StreamSummary) -> Dict[str, bytes]:
+    """The PNGs of every setting: file name (:func:`plot_file`) -> PNG bytes."""
+    out: Dict[str, bytes] = {}
     for s in summary.settings:
         where = setting_label(s)
         cap = s.capacity
@@ -116,5 +128,5 @@ def render_stream_plots(summary: StreamSummary, folder: Union[str, Path]) -> Dic
                                                 f"left {left}: p99 delay against streams")}
         for kind, figure in figures.items():
             if figure is not None:
-                out[f"{kind} {s.name}"] = write_png(figure, Path(folder) / PLOT_DIR / f"stream-{kind}-{s.name}.png")
+                out[plot_file(kind, s)] = png_bytes(figure)
     return out

@@ -3,24 +3,21 @@ and where the step's time goes. Reads the records of ``results.json`` only; neve
 """
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Dict, List, Optional, Union
+from typing import Dict, List, Optional
 
 from tabulate import tabulate
 
-from sbprof.analysis.train import TrainCell, TrainSummary
-from sbprof.record import Measurement
+from sbprof.analysis.train import TrainCell, TrainRules, TrainSummary
 from sbprof.report.counts import si
 from sbprof.report.distributed import DEFINITIONS, render_section, scaling_lines, status_lines
 from sbprof.report.format import bytes_in, sig3
 from sbprof.report.modules_markdown import display_names, render_breakdown
-from sbprof.results.files import atomic_write
 
 REPORT_FILE = "report.md"
 
 
-def _memory_text(m: Measurement) -> str:
-    mem = m.memory
+def _memory_text(cell: TrainCell) -> str:
+    mem = cell.record.memory
     if mem is None:
         return "n/a"
     if mem.peak_cuda_bytes is not None:
@@ -32,33 +29,30 @@ def _memory_text(m: Measurement) -> str:
 
 def summary_table(cell: TrainCell) -> str:
     """The headline figures of one cell."""
-    m, f = cell.record, cell.figures
-    audio = m.extra.get("audio_s_per_step") or []
-    flops = m.extra.get("flops") or {}
-    params = m.extra.get("params") or {}
+    m, f, extra = cell.record, cell.figures, cell.payload
     rows = [
-        ["step time, median [q1, q3]", f"{sig3(f['step_s_median'])} s [{sig3(f['step_s_q1'])}, {sig3(f['step_s_q3'])}] "
-                                       f"over {f['steps']} steps ({m.warmup} warm-up steps left out)"],
-        ["audio trained per second", f"{sig3(f['audio_s_per_s'])} s/s ({sig3(sum(audio))} s of audio in "
-                                     f"{len(audio)} steps)" if "audio_s_per_s" in f else "n/a"],
-        ["peak memory (one step, longest batch)", _memory_text(m)],
+        ["step time, median [q1, q3]", f"{sig3(f.step_s_median)} s [{sig3(f.step_s_q1)}, {sig3(f.step_s_q3)}] "
+                                       f"over {f.steps} steps ({m.warmup} warm-up steps left out)"],
+        ["audio trained per second", f"{sig3(f.audio_s_per_s)} s/s ({sig3(cell.audio_s)} s of audio in "
+                                     f"{cell.audio_steps} steps)" if f.audio_s_per_s is not None else "n/a"],
+        ["peak memory (one step, longest batch)", _memory_text(cell)],
     ]
-    if "flops_per_step" in f:
-        macs = flops.get("macs_per_step") or []
+    if f.flops_per_step is not None:
         rows += [["FLOPs per step (forward + backward)",
-                  f"{si(f['flops_per_step'], 'FLOP')} ({si(sum(macs) / len(macs), 'MAC')})" if macs else "n/a"],
-                 ["FLOPs per second of audio", si(f["flops_per_audio_s"], "FLOP") + " per audio second"],
-                 ["achieved (FLOPs per step / step time)", si(f["achieved_flops_per_s"], "FLOP/s")]]
-    if "loadavg_1m" in m.extra:
-        load = m.extra["loadavg_1m"]
+                  f"{si(f.flops_per_step, 'FLOP')} ({si(cell.macs_per_step, 'MAC')})"
+                  if cell.macs_per_step is not None else "n/a"],
+                 ["FLOPs per second of audio", si(f.flops_per_audio_s, "FLOP") + " per audio second"],
+                 ["achieved (FLOPs per step / step time)", si(f.achieved_flops_per_s, "FLOP/s")]]
+    if extra.loadavg_1m is not None:
         cores = m.env.cpu_count if m.env is not None else "?"
-        # This process accounts for about its own thread count; the rest is other work on the machine.
-        others = load - m.cell.threads
+        others = cell.other_load
         note = f" (about {others:.1f} more busy with other work: steps shared the CPU)" if others > 0.5 else ""
-        rows.append(["machine load (1-min average, after the timed steps)", f"{load:.2f} on {cores} cores{note}"])
-    if params:
-        dtypes = ", ".join(f"{bytes_in('MB', b)} MB {d}" for d, b in params.get("bytes_by_dtype", {}).items())
-        rows.append(["parameters", f"{si(params['total'], '')} ({si(params['trainable'], '')} trainable; {dtypes})"])
+        rows.append(["machine load (1-min average, after the timed steps)",
+                     f"{extra.loadavg_1m:.2f} on {cores} cores{note}"])
+    params = extra.params
+    if params is not None:
+        dtypes = ", ".join(f"{bytes_in('MB', b)} MB {d}" for d, b in params.bytes_by_dtype.items())
+        rows.append(["parameters", f"{si(params.total, '')} ({si(params.trainable, '')} trainable; {dtypes})"])
     return tabulate(rows, headers=["figure", "value"], tablefmt="github", disable_numparse=True)
 
 
@@ -74,14 +68,13 @@ def flops_table(cell: TrainCell) -> Optional[str]:
                     tablefmt="github", disable_numparse=True)
 
 
-def params_table(m: Measurement) -> Optional[str]:
+def params_table(cell: TrainCell) -> Optional[str]:
     """Parameters per submodule (the Brain's modules and the rows of the time table)."""
-    rows = (m.extra.get("params") or {}).get("modules") or []
-    rows = [r for r in rows if r["total"]]
+    rows = [r for r in (cell.payload.params.modules if cell.payload.params is not None else []) if r.total]
     if not rows:
         return None
-    names = display_names([r["name"] for r in rows], [r["depth"] for r in rows])
-    table = [[name, r["type"], f"{r['total']:,}", f"{r['trainable']:,}", "yes" if r["shared"] else ""]
+    names = display_names([r.name for r in rows], [r.depth for r in rows])
+    table = [[name, r.type, f"{r.total:,}", f"{r.trainable:,}", "yes" if r.shared else ""]
              for name, r in zip(names, rows)]
     return tabulate(table, headers=["module", "type", "parameters", "trainable", "shared"], tablefmt="github",
                     disable_numparse=True)
@@ -89,33 +82,32 @@ def params_table(m: Measurement) -> Optional[str]:
 
 def render_variant(cell: TrainCell) -> str:
     """The section of one cell (a variant on a setting, one run)."""
-    m, where = cell.record, cell.record.cell
+    m, where, extra = cell.record, cell.record.cell, cell.payload
     run = f", run {where.run}" if where.run else ""
-    head = (f"## {where.model} ({m.settings.get('brain', '')}, {where.device}, {where.threads} threads, "
+    head = (f"## {where.model} ({cell.brain}, {where.device}, {where.threads} threads, "
             f"batch {where.batch_size}{run})")
     if not m.ok:
         return f"{head}\n\n{m.status}: {m.message}\n"
     parts = [head, "", summary_table(cell), "", "### Where the step's time goes", "",
-             render_breakdown(m.extra["modules"], cell.steps).rstrip()]
-    if any(r["type"] == "RNNTLoss" for r in m.extra["modules"]["rows"]):
+             render_breakdown(extra.modules, cell.steps).rstrip()]
+    if any(r.type == "RNNTLoss" for r in extra.modules.rows):
         parts += ["", "torchaudio's `rnnt_loss` computes the loss and its gradient in one forward call: its "
                   "forward time holds its backward work, and its backward only scales the stored gradient."]
     table = flops_table(cell)
     if table is not None:
-        untracked = (m.extra.get("flops") or {}).get("untracked") or {}
+        untracked = extra.flops.untracked if extra.flops is not None else {}
         parts += ["", "### Compute per module (FLOPs per step, mean over the measured steps)", "", table]
         if untracked:
             parts += ["", "Operators without a FLOP formula (not counted, calls over all batches): "
                       + ", ".join(f"`{k}` ({v})" for k, v in untracked.items()) + "."]
-    table = params_table(m)
+    table = params_table(cell)
     if table is not None:
         parts += ["", "### Parameters per submodule", "", table]
-    if m.extra.get("trace_files"):
+    if extra.trace_files:
         parts += ["", "### Trace", "", "Detailed attribution under torch.profiler (open in Perfetto or "
-                  "TensorBoard): " + ", ".join(f"`{p}`" for p in m.extra["trace_files"])]
-        detailed = m.extra.get("modules_detailed")
-        if detailed:
-            parts += ["", render_breakdown(detailed, cell.detailed_steps).rstrip()]
+                  "TensorBoard): " + ", ".join(f"`{p}`" for p in extra.trace_files)]
+        if extra.modules_detailed is not None:
+            parts += ["", render_breakdown(extra.modules_detailed, cell.detailed_steps).rstrip()]
     return "\n".join(parts) + "\n"
 
 
@@ -125,7 +117,7 @@ def render_train(summary: TrainSummary) -> str:
     Example
     -------
     >>> from sbprof.analysis.train import analyse
-    >>> from sbprof.record import Cell, Results
+    >>> from sbprof.record import Cell, Measurement, Results
     >>> r = Results("train", rules={"seed": 1}, records=[Measurement("train:ctc", Cell(model="ctc"), status="error",
     ...                                                               message="RuntimeError: boom")])
     >>> "error: RuntimeError: boom" in render_train(analyse(r))
@@ -134,9 +126,9 @@ def render_train(summary: TrainSummary) -> str:
     rules = summary.rules
     machine = summary.machine
     lines = ["# Training-loop profile", "",
-             f"- **Machine**: {machine.get('cpu', '?')} ({machine.get('cpu_count', '?')} logical cores), "
-             f"GPU {machine.get('gpu') or 'none'}; torch {machine.get('torch', '?')}, "
-             f"torchaudio {machine.get('torchaudio', '?')}, speechbrain {machine.get('speechbrain', '?')}",
+             f"- **Machine**: {machine.cpu} ({machine.cpu_count} logical cores), "
+             f"GPU {machine.gpu or 'none'}; torch {machine.torch}, "
+             f"torchaudio {machine.torchaudio}, speechbrain {machine.speechbrain}",
              f"- **Batches**: {_rules_text(rules)}",
              "- **Step**: one `Brain.fit_batch` (forward, loss, backward, optimiser step), timed by the "
              f"`sbprof.profile(brain, {'activities=()' if summary.cells else 'activities=[CPU]'})` decorator (wall "
@@ -151,7 +143,8 @@ def distributed_lines(summary: TrainSummary) -> List[str]:
     """A ``world_sizes`` study: the scaling tables, then each world merged as ``sbprof merge`` merges it."""
     if not summary.worlds:
         return []
-    batch = (summary.rules.get("data") or {}).get("batch_size", "?")
+    data = summary.rules.data
+    batch = "?" if data is None else data.batch_size
     lines = ["## Distributed training (DDP under torchrun)", "",
              "Each world is one torchrun launch of that many ranks on this machine (gloo on the CPU, NCCL with one "
              "GPU per rank), SpeechBrain's DDP path (`ddp_init_group`, the Brain's DDP wrapping), each step profiled "
@@ -165,7 +158,7 @@ def distributed_lines(summary: TrainSummary) -> List[str]:
         what = "the baseline of both scalings" if w.world_size == 1 else f"{w.scaling} scaling"
         lines += [f"### World of {w.world_size} ({what}): {w.variant} on {w.device}, run {w.run}", ""]
         if w.launch is not None:
-            lines += [f"torchrun: `{w.launch.settings.get('torchrun', '?')}`; rank files `{w.summary.source}` "
+            lines += [f"torchrun: `{w.torchrun}`; rank files `{w.summary.source}` "
                       "(`sbprof merge` on that folder gives the same figures).", ""]
             if not w.launch.ok:
                 lines += [f"Launch {w.launch.status}: {w.launch.message}", ""]
@@ -176,18 +169,16 @@ def distributed_lines(summary: TrainSummary) -> List[str]:
     return lines + ["Definitions:", ""] + [f"- {d}" for d in DEFINITIONS] + [""]
 
 
-def render(summary: TrainSummary, folder: Union[str, Path]) -> Dict[str, Path]:
-    """Write ``report.md`` into ``folder``; return its path."""
-    path = Path(folder) / REPORT_FILE
-    atomic_write(path, render_train(summary))
-    return {"report": path}
+def render(summary: TrainSummary) -> Dict[str, str]:
+    """``report.md``, by file name."""
+    return {REPORT_FILE: render_train(summary)}
 
 
-def _rules_text(rules: Dict[str, Any]) -> str:
-    data = rules.get("data") or {}
-    if not data:
+def _rules_text(rules: TrainRules) -> str:
+    data = rules.data
+    if data is None:
         return "n/a"
-    return (f"{data.get('num_batches')} mock-up batches of {data.get('batch_size')} utterances cycled, lengths "
-            f"and token counts drawn from LibriSpeech train-clean-100 shapes x {data.get('scale')} "
-            f"(white noise at {data.get('sample_rate')} Hz, random tokens), seed {rules.get('seed')}; "
-            f"{rules.get('warmup')} warm-up + {rules.get('measured')} measured steps")
+    return (f"{data.num_batches} mock-up batches of {data.batch_size} utterances cycled, lengths "
+            f"and token counts drawn from LibriSpeech train-clean-100 shapes x {data.scale} "
+            f"(white noise at {data.sample_rate} Hz, random tokens), seed {rules.seed}; "
+            f"{rules.warmup} warm-up + {rules.measured} measured steps")

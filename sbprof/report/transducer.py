@@ -9,15 +9,10 @@ from __future__ import annotations
 
 import csv
 import io
-from pathlib import Path
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional
 
-from sbprof.analysis.transducer import BackendRow, ModeTable, TransducerSummary
-from sbprof.record import Measurement
-from sbprof.results.files import atomic_write
+from sbprof.analysis.transducer import Agreement, BackendRow, ModeTable, SearchRow, Shapes, TransducerSummary
 
-MB = 1e6
-"""Bytes per MB (decimal)."""
 US = 1e6
 """Microseconds per second."""
 REPORT_FILE = "report.md"
@@ -44,43 +39,42 @@ DEFINITIONS = """\
   torch versions differ by more than their loss."""
 
 
-def _agreement_text(agreement: Optional[Dict[str, Any]]) -> str:
-    if not agreement:
+def _agreement_text(agreement: Optional[Agreement]) -> str:
+    if agreement is None:
         return "not checked"
-    if agreement.get("ok"):
-        return f"ok ({agreement['max_loss_rel_diff']:.0e} / {agreement['max_grad_abs_diff']:.0e})"
-    return "DISAGREES: " + agreement.get("message", "")[:60]
+    if agreement.ok:
+        return f"ok ({agreement.max_loss_rel_diff:.0e} / {agreement.max_grad_abs_diff:.0e})"
+    return "DISAGREES: " + agreement.message[:60]
 
 
-def _runtime(m: Measurement) -> str:
-    python, torch = m.settings.get("python"), m.settings.get("torch")
-    return f"{python} / {torch}" if python and torch else ""
+def _runtime(row: BackendRow) -> str:
+    return f"{row.python} / {row.torch}" if row.python and row.torch else ""
 
 
 def _row(row: BackendRow) -> List[str]:
     m = row.record
-    agreement = _agreement_text(m.extra.get("agreement"))
+    agreement = _agreement_text(row.payload.agreement)
     if row.steps is not None:
         s = row.steps
         note = "" if row.ranked else "not ranked"
         runs = f" ({row.runs} runs)" if row.runs > 1 else ""
         return [m.label, f"{s.mean * US:,.0f}{runs}", f"{s.median * US:,.0f} [{s.q1 * US:,.0f}, {s.q3 * US:,.0f}]",
-                "n/a" if row.peak_mb is None else f"{row.peak_mb:,.0f}", agreement, _runtime(m), note]
+                "n/a" if row.peak_mb is None else f"{row.peak_mb:,.0f}", agreement, _runtime(row), note]
     note = m.message.replace("|", "/")
-    if m.extra.get("not_installed"):
-        note = f"{note}; install: {m.extra.get('install_hint', '')}"
+    if row.payload.not_installed:
+        note = f"{note}; install: {row.payload.install_hint}"
     status = {"skipped": "skipped", "oom": "OOM", "error": "error"}.get(m.status, m.status)
-    return [m.label, status, "", "", agreement, _runtime(m), note]
+    return [m.label, status, "", "", agreement, _runtime(row), note]
 
 
 def _header(summary: TransducerSummary) -> List[str]:
     rules = summary.rules
     out: List[str] = []
-    if rules:
-        shapes = rules.get("shapes") or {}
-        out += [f"V = {rules.get('vocab_size')}, joiner dim {rules.get('joiner_dim')}, shapes "
-                f"`{shapes.get('source')}` scaled 1/{shapes.get('scale')}; {rules.get('warmup')} unmeasured "
-                f"steps, then {rules.get('measured')} measured ones.", ""]
+    if rules is not None:
+        shapes = rules.shapes or Shapes()
+        out += [f"V = {rules.vocab_size}, joiner dim {rules.joiner_dim}, shapes "
+                f"`{shapes.source}` scaled 1/{shapes.scale}; {rules.warmup} unmeasured "
+                f"steps, then {rules.measured} measured ones.", ""]
     if summary.loads is not None:
         low, high, busy = summary.loads
         verdict = (f"above the worker's thread count after {', '.join(busy)}: other processes "
@@ -90,18 +84,17 @@ def _header(summary: TransducerSummary) -> List[str]:
     return out
 
 
-def _search_table(searches: List[Measurement]) -> List[str]:
+def _search_table(searches: List[SearchRow]) -> List[str]:
     out = ["## Largest batch under the memory budget", "",
            "| backend | device | searched | budget (MB) | largest that fits | probes (value: peak MB) |",
            "|---|---|---|---|---|---|"]
-    for m in searches:
-        found = m.extra.get("search") or {}
-        budget = m.cell.params.get("budget_bytes")
-        probes = ", ".join(f"{v}: {'OOM' if p is None else f'{p / MB:,.0f}'}" for v, p, _ in found.get("probes", []))
-        largest = found.get("largest") if m.ok else f"{m.status}: {m.message}"
+    for row in searches:
+        m, found = row.record, row.payload
+        probes = ", ".join(f"{v}: {'OOM' if p is None else f'{p:,.0f}'}" for v, p in row.probes_mb)
+        largest = found.largest if m.ok else f"{m.status}: {m.message}"
         out.append(f"| {m.label} | {m.cell.device} | {m.cell.params.get('searched')} "
-                   f"| {'device OOM' if budget is None else f'{budget / MB:,.0f}'} "
-                   f"| {largest}{' (limit)' if found.get('capped') else ''} | {probes} |")
+                   f"| {'device OOM' if row.budget_mb is None else f'{row.budget_mb:,.0f}'} "
+                   f"| {largest}{' (limit)' if found.capped else ''} | {probes} |")
     return out + [""]
 
 
@@ -112,8 +105,8 @@ def _table(table: ModeTable) -> List[str]:
            f"{table.size}); `{table.device}`, {table.threads} thread(s)", ""]
     padding = table.padding
     if padding:
-        out += [f"Measured steps: {padding['utterances']} utterances in {padding['batches']} batches; padding "
-                f"{padding['frame_padding']:.1%} of frames, {padding['lattice_padding']:.1%} of lattice cells.", ""]
+        out += [f"Measured steps: {padding.utterances} utterances in {padding.batches} batches; padding "
+                f"{padding.frame_padding:.1%} of frames, {padding.lattice_padding:.1%} of lattice cells.", ""]
     out.append("| " + " | ".join(header) + " |")
     out.append("|" + "|".join("---" for _ in header) + "|")
     out += ["| " + " | ".join(_row(row)) + " |" for row in table.rows]
@@ -126,7 +119,7 @@ def render_markdown(summary: TransducerSummary) -> str:
     Example
     -------
     >>> from sbprof.analysis.transducer import analyse
-    >>> from sbprof.record import Cell, Results
+    >>> from sbprof.record import Cell, Measurement, Results
     >>> m = Measurement("quick", cell=Cell(model="quick", batch_size=4, params={"mode": "fixed"}),
     ...                 wall_s=[0.001, 0.003], extra={"agreement": {"ok": True, "max_loss_rel_diff": 1e-7,
     ...                                                             "max_grad_abs_diff": 1e-5}})
@@ -154,14 +147,14 @@ def render_csv(summary: TransducerSummary) -> str:
     writer.writeheader()
     for r in summary.rows:
         m = r.record
-        agreement = m.extra.get("agreement") or {}
+        agreement = r.payload.agreement
         row: Dict[str, Any] = {"backend": m.label, "mode": r.mode, "batch_size": m.cell.batch_size,
                                "max_frames": m.cell.params.get("max_frames"), "device": m.cell.device,
                                "threads": m.cell.threads, "status": m.status, "runs": r.runs, "message": m.message,
-                               "agreement_ok": agreement.get("ok"), "steps": r.steps.count if r.steps else 0,
-                               "max_loss_rel_diff": agreement.get("max_loss_rel_diff"),
-                               "max_grad_abs_diff": agreement.get("max_grad_abs_diff"), "peak_mb": r.peak_mb,
-                               "python": m.settings.get("python"), "torch": m.settings.get("torch")}
+                               "agreement_ok": agreement and agreement.ok, "steps": r.steps.count if r.steps else 0,
+                               "max_loss_rel_diff": agreement and agreement.max_loss_rel_diff,
+                               "max_grad_abs_diff": agreement and agreement.max_grad_abs_diff, "peak_mb": r.peak_mb,
+                               "python": r.python, "torch": r.torch}
         if r.steps is not None:
             s = r.steps
             row.update(mean_step_us=s.mean * US, median_step_us=s.median * US, q1_step_us=s.q1 * US,
@@ -170,9 +163,6 @@ def render_csv(summary: TransducerSummary) -> str:
     return buf.getvalue()
 
 
-def render(summary: TransducerSummary, folder: Union[str, Path]) -> Dict[str, Path]:
-    """Write ``report.md`` and ``results.csv`` into ``folder`` (atomically); return their paths."""
-    paths = {"report": Path(folder) / REPORT_FILE, "csv": Path(folder) / CSV_FILE}
-    for name, render in (("report", render_markdown), ("csv", render_csv)):
-        atomic_write(paths[name], render(summary))
-    return paths
+def render(summary: TransducerSummary) -> Dict[str, str]:
+    """``report.md`` and ``results.csv``, by file name."""
+    return {REPORT_FILE: render_markdown(summary), CSV_FILE: render_csv(summary)}

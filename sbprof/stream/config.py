@@ -11,7 +11,7 @@ exit code 2.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
@@ -20,6 +20,7 @@ from sbprof.base.checks import check_flag, check_int, check_list, is_int, is_pos
 from sbprof.base.errors import ConfigError
 from sbprof.jobs.preamble import SCHEMA as PREAMBLE, Defaults, Preamble, Repeats, check_preamble, load_tree
 from sbprof.models.source import ModelSource, check_source
+from sbprof.record.codec import Codec
 
 MODEL_KEYS = ("source", "type", "overrides")
 STREAMING_KEYS = ("chunk_sizes", "left_context_chunks", "streams", "audio", "audio_s", "max_backlog_s", "traffic",
@@ -70,7 +71,7 @@ class Capacity:
 
 
 @dataclass(frozen=True)
-class StreamConfig:
+class StreamConfig(Codec):
     """A validated stream job: the shared preamble, the model, the grid, the capacity search, the offline call."""
 
     preamble: Preamble
@@ -78,25 +79,6 @@ class StreamConfig:
     streaming: Streaming
     capacity: Optional[Capacity]
     offline: bool = True
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"preamble": self.preamble.to_dict(), "model": self.model.to_dict(),
-                "streaming": asdict(self.streaming), "capacity": asdict(self.capacity) if self.capacity else None,
-                "offline": self.offline}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "StreamConfig":
-        """Rebuild a config that :meth:`to_dict` wrote (already validated; used by workers)."""
-        s = dict(d["streaming"])
-        for key in ("chunk_sizes", "left_context_chunks", "streams"):
-            s[key] = tuple(s[key])
-        if s.get("alignment") is not None:
-            s["alignment"] = tuple(s["alignment"])
-        cap = dict(d["capacity"]) if d["capacity"] else None
-        if cap is not None:
-            cap["chunk_size"], cap["left_context_chunks"] = tuple(cap["chunk_size"]), tuple(cap["left_context_chunks"])
-        return cls(preamble=Preamble.from_dict(d["preamble"]), model=ModelSource.from_dict(d["model"]),
-                   streaming=Streaming(**s), capacity=Capacity(**cap) if cap else None, offline=d["offline"])
 
 
 def check_left_contexts(value: Any, key: str, file: str) -> Tuple[int, ...]:

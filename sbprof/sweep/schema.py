@@ -1,11 +1,12 @@
 """What a profiling-sweep YAML may hold, and the validated configuration it becomes."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, Mapping, Optional, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Tuple
 
 from sbprof.jobs.preamble import SCHEMA as PREAMBLE, Defaults, Preamble, Repeats, Setting
 from sbprof.models.source import SOURCE_KEYS, ModelSource
+from sbprof.record.codec import Codec
 
 DIMENSION_KEYS = ("audio_mockup_secs", "batch_sizes", "example_audio", "triangle_only", "export_logs")
 PREDICT_KEYS = ("fill", "validate", "skip_predicted_over")
@@ -52,7 +53,7 @@ class Predict:
 
 
 @dataclass(frozen=True)
-class SweepConfig:
+class SweepConfig(Codec):
     """A validated sweep: the shared preamble, the model, the grid, and what is predicted.
 
     Paths are absolute (relative ones in the YAML are resolved against the
@@ -69,19 +70,3 @@ class SweepConfig:
     @property
     def settings(self) -> Tuple[Setting, ...]:
         return self.preamble.settings
-
-    def to_dict(self) -> dict:
-        return {"preamble": self.preamble.to_dict(), "pretrained_model": self.pretrained_model.to_dict(),
-                "profiling_dimensions": asdict(self.profiling_dimensions), "noise_floor": self.noise_floor,
-                "predict": asdict(self.predict)}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "SweepConfig":
-        """Rebuild a config that :meth:`to_dict` wrote (already validated; used by workers)."""
-        dims = dict(d["profiling_dimensions"])
-        dims["audio_mockup_secs"] = tuple(dims["audio_mockup_secs"])
-        dims["batch_sizes"] = tuple(dims["batch_sizes"])
-        return cls(preamble=Preamble.from_dict(d["preamble"]),
-                   pretrained_model=ModelSource.from_dict(d["pretrained_model"]),
-                   profiling_dimensions=Dimensions(**dims), noise_floor=d["noise_floor"],
-                   predict=Predict(**d["predict"]))

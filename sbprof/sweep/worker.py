@@ -35,9 +35,9 @@ from sbprof.measuring.device_split import measure_device_split
 from sbprof.measuring.env import OthersCpu, collect_env, load_average
 from sbprof.base.errors import ConfigError
 from sbprof.measuring.memory import release_memory
-from sbprof.models.source import LoadedModel, ModelSource
+from sbprof.models.source import LoadedModel
 from sbprof.record import Cell
-from sbprof.sweep.schema import MEASURED_MAX, MEASURED_MIN_S
+from sbprof.sweep.schema import MEASURED_MAX, MEASURED_MIN_S, SweepConfig
 from sbprof.measuring.timing import measure, warm_up_process
 from sbprof.measuring.traces import profile_to_trace
 from sbprof.workers.cells import CellWorker, SetupError, serve_cells
@@ -56,23 +56,23 @@ class SweepWorker(CellWorker):
     """Measures or profiles the items of one batch (see the module docstring)."""
 
     def setup(self) -> Dict[str, Any]:
-        config = self.job["config"]
+        self.config = SweepConfig.from_dict(self.job["config"])
+        preamble = self.config.preamble
         self.device = self.job["device"]
-        self.warmup, self.measured = config["preamble"]["warmup"], config["preamble"]["measured"]
-        torch.manual_seed(config["preamble"]["seed"])
+        self.warmup, self.measured = preamble.warmup, preamble.measured
+        torch.manual_seed(preamble.seed)
         # measure() records the environment after each cell; reading it once now
         # keeps its one-off cost (a git call, file reads) out of the gap between cells.
         collect_env()
         t0 = time.perf_counter()
-        source = ModelSource.from_dict(config["pretrained_model"])
+        source = self.config.pretrained_model
         try:
-            self.model = LoadedModel(source, self.device, config["preamble"]["seed"],
-                                     config["preamble"]["output_folder"])
+            self.model = LoadedModel(source, self.device, preamble.seed, preamble.output_folder)
         except Exception as exc:  # anything: the run says why, once per batch
             raise SetupError(f"could not load model {source.name!r} ({source.type or 'module'}) on {self.device}: "
                              f"{one_line(exc)}") from None
         rate = self.model.sample_rate
-        example = config["profiling_dimensions"]["example_audio"]
+        example = self.config.profiling_dimensions.example_audio
         self.example = load_example(example, rate) if example else None
         too_short = sorted({i["cell"]["audio_s"] for i in self.job["items"] if round(i["cell"]["audio_s"] * rate) < 1})
         if too_short:
@@ -120,7 +120,7 @@ class SweepWorker(CellWorker):
             name = f"{cell.audio_s:g}s_b{cell.batch_size}"  # the folder names the setting
             trace = profile_to_trace(call, self.device, Path(trace_dir), name)
             # Relative to the output folder, so the folder can be moved whole.
-            extra["trace"] = os.path.relpath(trace, self.job["config"]["preamble"]["output_folder"])
+            extra["trace"] = os.path.relpath(trace, self.config.preamble.output_folder)
         return extra
 
     def failed(self, item: Dict[str, Any], exc: BaseException) -> Dict[str, Any]:

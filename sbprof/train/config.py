@@ -16,6 +16,7 @@ from sbprof.base.checks import check_choices, check_flag, check_int, check_list,
 from sbprof.base.errors import ConfigError
 from sbprof.jobs.preamble import SCHEMA as PREAMBLE, Defaults, Preamble, check_preamble, load_tree
 from sbprof.train.models import VARIANTS, ModelSizes
+from sbprof.record.codec import Codec
 
 DATA_KEYS = ("batch_size", "num_batches", "scale", "sample_rate")
 PROFILING_KEYS = ("modules", "memory", "flops", "export_trace", "trace_steps")
@@ -50,7 +51,7 @@ class ProfilingConfig:
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(Codec):
     """A checked training-recipe configuration (``train_profile.yaml`` documents every key).
 
     ``preamble.warmup`` training steps are left out of every figure, ``preamble.measured`` steps are timed.
@@ -97,20 +98,6 @@ class TrainConfig:
     def rank_batch(self, scaling: str, world_size: int) -> int:
         """Utterances per rank and step: the global batch split (``strong``), or the whole batch (``weak``)."""
         return self.data.batch_size // world_size if scaling == "strong" else self.data.batch_size
-
-    def to_dict(self) -> Dict[str, Any]:
-        d = asdict(self)
-        d["preamble"] = self.preamble.to_dict()
-        return d
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "TrainConfig":
-        """Rebuild what :meth:`to_dict` wrote (already checked; used by workers)."""
-        sizes = d.get("world_sizes")
-        return cls(preamble=Preamble.from_dict(d["preamble"]), variants=tuple(d["variants"]),
-                   learning_rate=d["learning_rate"], model=ModelSizes(**d["model"]), data=DataConfig(**d["data"]),
-                   profiling=ProfilingConfig(**d["profiling"]), world_sizes=tuple(sizes) if sizes else None,
-                   scaling=tuple(d.get("scaling", SCALINGS)))
 
 
 def _section(tree: Mapping[str, Any], key: str, file: str) -> Mapping[str, Any]:

@@ -14,16 +14,17 @@ The losses are modules so that the per-module breakdown gives them rows.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Dict
 
 import torch
+from sbprof.record.codec import Codec
 
 VARIANTS = ("ctc", "transducer")
 
 
 @dataclass(frozen=True)
-class ModelSizes:
+class ModelSizes(Codec):
     """Model hyperparameters (``model`` in the YAML)."""
 
     n_mels: int = 80
@@ -36,9 +37,6 @@ class ModelSizes:
     embedding_dim: int = 128
     predictor_dim: int = 320
     joint_dim: int = 320
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def _front_end(sizes: ModelSizes, sample_rate: int) -> Dict[str, torch.nn.Module]:

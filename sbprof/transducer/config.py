@@ -11,7 +11,7 @@ nested mappings key by key: ``--device cpu --batching "{batch_size: 4}"``.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
@@ -19,6 +19,7 @@ from sbprof.base.checks import check_choices, check_flag, check_int, is_positive
 from sbprof.base.errors import ConfigError
 from sbprof.jobs.preamble import SCHEMA as PREAMBLE, Defaults, Preamble, check_preamble, load_tree
 from sbprof.transducer.shapes import SOURCES
+from sbprof.record.codec import Codec
 
 SHAPE_KEYS = ("source", "path", "sentencepiece_model", "frame_shift_s", "subsampling", "num_utterances", "scale")
 SEARCH_KEYS = ("backends", "mode", "budget_bytes", "start", "limit", "step", "probe_batches")
@@ -33,7 +34,7 @@ DEFAULTS = Defaults(warmup=20, measured=20, output_folder="results/transducer")
 
 
 @dataclass(frozen=True)
-class ShapeConfig:
+class ShapeConfig(Codec):
     """Where utterance shapes come from (``shapes`` in the YAML) and how they are scaled."""
 
     source: str = "synthetic"
@@ -44,9 +45,6 @@ class ShapeConfig:
     num_utterances: int = 1000
     scale: float = 1.0
     seed: int = 0
-
-    def to_dict(self) -> Dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ import csv
 import io
 
 from sbprof.analysis.transducer import analyse
+from sbprof.jobs.render import write_files
 from sbprof.record import Cell, Measurement, MemoryPeak
 from sbprof.report import transducer as report
 from sbprof.results.store import Results, ResultStore, load_results
@@ -19,7 +20,7 @@ def render_csv(results):
 
 
 def write_reports(results, folder):
-    return report.render(analyse(results), folder)
+    return write_files(report.render(analyse(results)), folder)
 
 RULES = {"vocab_size": 500, "joiner_dim": 512, "shapes": {"source": "synthetic", "scale": 8},
          "warmup": 20, "measured": 20}
@@ -89,5 +90,5 @@ def test_reports_re_render_from_the_saved_results(tmp_path):
     loaded = load_results(tmp_path)
     assert loaded.records == RECORDS
     paths = write_reports(loaded, tmp_path)
-    assert paths["report"].read_text() == render_markdown(RESULTS)
-    assert paths["csv"].read_text() == render_csv(RESULTS)
+    assert paths["report.md"].read_text() == render_markdown(RESULTS)
+    assert paths["results.csv"].read_text() == render_csv(RESULTS)

@@ -48,6 +48,7 @@ class AudioFlops:
         return achieved(self.count.flops, time_s, peak)
 
     def to_dict(self) -> Dict[str, Any]:
+        # Not the codec's: written for readers only (never read back), with the per-second figures first.
         return {"audio_s": self.audio_s, "flops_per_audio_s": self.flops_per_audio_s,
                 "macs_per_audio_s": self.macs_per_audio_s, "count": self.count.to_dict()}
 

@@ -11,13 +11,14 @@
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
 import torch
 
 from sbprof.base.errors import BackendUnavailable, ConfigError
 from sbprof.measuring.timing import measure
+from sbprof.record.codec import Codec
 
 #: (device-name pattern, {precision: dense TFLOP/s}) from NVIDIA datasheets (sparsity figures halved);
 #: the first matching pattern wins, so specific variants come first.
@@ -35,7 +36,7 @@ _DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
 
 
 @dataclass(frozen=True)
-class Peak:
+class Peak(Codec):
     """Peak FLOP/s of one device at one precision, and where the figure comes from."""
 
     flops_per_s: float
@@ -44,12 +45,9 @@ class Peak:
     source: str
     detail: str
 
-    def to_dict(self) -> Dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class Achieved:
+class Achieved(Codec):
     """FLOP/s achieved by a call of known FLOPs and measured time, and its share of a peak."""
 
     flops: int
@@ -57,9 +55,6 @@ class Achieved:
     flops_per_s: float
     share_of_peak: Optional[float]
     peak: Optional[Peak]
-
-    def to_dict(self) -> Dict[str, Any]:
-        return asdict(self)
 
 
 def achieved(flops: int, time_s: float, peak: Optional[Peak] = None) -> Achieved:

@@ -5,11 +5,12 @@ None when no backward was counted (never a 0 that could be read as "free").
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple
 
 from sbprof.base.errors import ConfigError
 from sbprof.measuring.flops.formulas import CONVENTIONS
+from sbprof.record.codec import Codec, to_json
 
 
 @dataclass
@@ -49,7 +50,7 @@ class OperatorFlops:
 
 
 @dataclass(frozen=True)
-class FlopCount:
+class FlopCount(Codec):
     """Result of counting one model call (and its backward, when asked).
 
     Example
@@ -94,17 +95,5 @@ class FlopCount:
         return OperatorFlops(name, 0, 0, 0)
 
     def to_dict(self) -> Dict[str, Any]:
-        """JSON-ready plain data (totals, rows, untracked operators, conventions)."""
-        data = asdict(self)
-        data["modules"] = [asdict(row) for row in self.modules]
-        data["operators"] = [asdict(row) for row in self.operators]
-        data["total_flops"], data["total_macs"] = self.total_flops, self.total_macs
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> "FlopCount":
-        """Inverse of :meth:`to_dict`."""
-        fields = {k: v for k, v in data.items() if k not in ("total_flops", "total_macs")}
-        fields["modules"] = tuple(ModuleFlops(**row) for row in data.get("modules", ()))
-        fields["operators"] = tuple(OperatorFlops(**row) for row in data.get("operators", ()))
-        return cls(**fields)
+        """JSON-ready plain data, with the derived totals for readers of the file (the codec drops them on read)."""
+        return {**to_json(self), "total_flops": self.total_flops, "total_macs": self.total_macs}

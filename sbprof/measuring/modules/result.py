@@ -8,10 +8,11 @@ total over the step time. Backward figures are ``None`` when no backward ran
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
 from sbprof.base.errors import ConfigError
+from sbprof.record.codec import Codec, to_json
 from sbprof.measuring.modules.timeline import LabelTimes, StepTimeline, label_times, top_level_time
 
 OTHER = "(other)"
@@ -43,7 +44,7 @@ class ModuleRow:
 
 
 @dataclass
-class ModuleBreakdown:
+class ModuleBreakdown(Codec):
     """Per-module times of the steps of one name (see the module docstring).
 
     Example
@@ -84,18 +85,8 @@ class ModuleBreakdown:
         self.memory_note = note
 
     def to_dict(self) -> Dict[str, Any]:
-        """JSON-ready plain data."""
-        data = asdict(self)
-        data["step_ms"] = self.step_ms
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> "ModuleBreakdown":
-        """Inverse of :meth:`to_dict`."""
-        known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
-        values["rows"] = [ModuleRow(**row) for row in data.get("rows", ())]
-        return cls(**values)
+        """JSON-ready plain data, with the derived ``step_ms`` for readers of the file (dropped on read)."""
+        return {**to_json(self), "step_ms": self.step_ms}
 
 
 def nesting_depth(names: Sequence[str]) -> Dict[str, int]:

@@ -1,0 +1,247 @@
+"""What limits this: verdicts computed from a job's figures, each with the figures behind it, its rule and advice.
+
+Every report ends with a few verdicts, most important first. A verdict is one
+sentence naming its figures, the figures themselves (with their intervals),
+the rule that fired with its threshold (one table, :data:`THRESHOLDS`, each
+with its reason) and what to try. A rule whose figures cannot support it
+(too noisy, too few cells) says so instead (:attr:`Limits.undecided`): it
+never guesses. The rules take plain figures, so each is tested on a workload
+built to have its limit and on one without it; each job's analysis calls the
+rules that apply to its summary and keeps the :class:`Limits` in it, so
+``results.json``, ``--render-only`` and ``sbprof merge`` show the same.
+
+Example
+-------
+>>> v = data_loading(wait_s=0.03, step_s=0.01)
+>>> v.rule, v.sentence
+('data loading', 'Waiting for data takes 75 % of each step (30.0 ms wait beside a 10.0 ms step).')
+>>> data_loading(wait_s=0.0002, step_s=0.01) is None
+True
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from sbprof.record.codec import Codec
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """One rule's threshold and why it sits there."""
+
+    value: float
+    text: str
+    reason: str
+
+
+THRESHOLDS: Dict[str, Threshold] = {
+    "real-time": Threshold(1.0, "RTF < 1", "below 1 a setting processes audio faster than it arrives"),
+    "data loading": Threshold(0.10, "data wait > 10 % of (wait + step)", "a tenth of the loop spent waiting for "
+                              "data is what one more DataLoader worker usually wins back; below it, noise"),
+    "dispatch-bound": Threshold(3.0, "CPU time per operator < 3x the dispatch floor, over >= 1,000 operators a "
+                                "step", "within a few times the cost of launching an empty operator, the step pays "
+                                "for dispatch, not for arithmetic"),
+    "length-quadratic": Threshold(0.5, "the B*L^2 term > 50 % of the cost", "past half, doubling the length more "
+                                  "than doubles the cost: attention's L x L maps lead"),
+    "threads": Threshold(0.5, "parallel efficiency < 50 % per doubling of threads", "below half, the extra thread "
+                         "costs more than it returns: more processes of fewer threads do more work"),
+    "straggler": Threshold(0.05, "the slowest rank costs > 5 % of the step", "every rank waits for the slowest at "
+                           "each all-reduce; a few per cent is the spread of identical ranks on one machine"),
+    "communication": Threshold(0.20, "communication > 20 % of the step", "beyond a fifth, a larger per-rank batch or "
+                               "gradient accumulation amortises the all-reduce"),
+    "decoder": Threshold(1.0, "decode_chunk > encode_chunk per chunk", "the decoder, not the encoder, sets the "
+                         "chunk's cost"),
+    "memory": Threshold(1.0, "a cell ran out of memory, or the largest fitting cell is named", "the device's "
+                        "memory bounds batch x length"),
+    "noise": Threshold(1.0, "differences under the noise floor", "between fresh processes, a difference smaller "
+                       "than the machine's run-to-run spread is not evidence"),
+}
+"""Every rule's threshold, with its reason (the README's table is written from this one)."""
+
+
+@dataclass(frozen=True)
+class Figure(Codec):
+    """A figure behind a verdict: its value, unit and interval (``low``/``high``, when measured over runs)."""
+
+    name: str
+    value: float
+    unit: str
+    low: Optional[float] = None
+    high: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class Verdict(Codec):
+    """One limit: the sentence, the figures behind it, the rule (with its threshold) and what to try.
+
+    ``weight`` orders verdicts (the share of time or of the budget at stake, larger first).
+    """
+
+    rule: str
+    sentence: str
+    figures: List[Figure]
+    threshold: str
+    advice: str
+    weight: float = 0.0
+
+
+@dataclass(frozen=True)
+class Limits(Codec):
+    """A report's "What limits this": verdicts, most important first, and the rules that could not decide (why)."""
+
+    verdicts: List[Verdict] = field(default_factory=list)
+    undecided: List[str] = field(default_factory=list)
+
+
+def limits(candidates: Sequence[Optional[Verdict]], undecided: Sequence[str] = ()) -> Limits:
+    """The verdicts that fired, most important first, and the reasons others could not be decided.
+
+    Example
+    -------
+    >>> l = limits([None, straggler(rank=1, cost_s=0.03, step_s=0.1), data_loading(0.05, 0.1)])
+    >>> [v.rule for v in l.verdicts]
+    ['data loading', 'straggler']
+    """
+    fired = [v for v in candidates if v is not None]
+    return Limits(sorted(fired, key=lambda v: -v.weight), list(undecided))
+
+
+def _num(x: float) -> str:
+    """Three significant figures, plain (``0.0123``, ``12.3``, ``1230``)."""
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    digits = max(0, 2 - int(math.floor(math.log10(abs(x)))))
+    return f"{x:.{digits}f}"
+
+
+def _ms(seconds: float) -> str:
+    return f"{_num(seconds * 1e3)} ms"
+
+
+def _pct(share: float) -> str:
+    return f"{share * 100:.0f} %"
+
+
+def _rule(name: str) -> str:
+    return THRESHOLDS[name].text
+
+
+def data_loading(wait_s: float, step_s: float) -> Optional[Verdict]:
+    """Time waiting for the next batch (median per step) beside the step itself; fires over the threshold."""
+    if wait_s is None or step_s is None or wait_s + step_s <= 0:
+        return None
+    share = wait_s / (wait_s + step_s)
+    if share <= THRESHOLDS["data loading"].value:
+        return None
+    return Verdict("data loading", f"Waiting for data takes {_pct(share)} of each step ({_ms(wait_s)} wait beside "
+                   f"a {_ms(step_s)} step).",
+                   [Figure("data wait", wait_s, "s"), Figure("step", step_s, "s"), Figure("wait share", share, "")],
+                   _rule("data loading"), "more DataLoader workers (num_workers), pin_memory, or decode and "
+                   "resample the audio ahead of training", weight=share)
+
+
+def dispatch_bound(operators_per_step: float, cpu_per_operator_s: float, floor_s: float) -> Optional[Verdict]:
+    """Many operators a step, each costing close to the cost of dispatching an empty one (``floor_s``)."""
+    if min(operators_per_step, cpu_per_operator_s, floor_s) <= 0:
+        return None
+    ratio = cpu_per_operator_s / floor_s
+    if operators_per_step < 1000 or ratio >= THRESHOLDS["dispatch-bound"].value:
+        return None
+    return Verdict("dispatch-bound", f"Each step runs {operators_per_step:,.0f} operators at {_num(cpu_per_operator_s * 1e6)} "
+                   f"µs of CPU each, {_num(ratio)}x the {_num(floor_s * 1e6)} µs dispatch floor.",
+                   [Figure("operators per step", operators_per_step, ""),
+                    Figure("CPU per operator", cpu_per_operator_s, "s"), Figure("dispatch floor", floor_s, "s")],
+                   _rule("dispatch-bound"), "a bigger batch, torch.compile, or fused operators",
+                   weight=1 - ratio / THRESHOLDS["dispatch-bound"].value)
+
+
+def quadratic_crossing(linear: float, quadratic: float) -> Optional[float]:
+    """The length L (s) where ``quadratic * L^2`` passes half of ``linear * L + quadratic * L^2`` (per utterance).
+
+    Example
+    -------
+    >>> quadratic_crossing(linear=0.01, quadratic=0.001)
+    10.0
+    """
+    return linear / quadratic if quadratic > 0 and linear >= 0 else None
+
+
+def length_quadratic(linear: float, quadratic: float, longest_s: float) -> Optional[Verdict]:
+    """The ``B*L^2`` term of a cost model passes half of the length-dependent cost within the lengths measured."""
+    crossing = quadratic_crossing(linear, quadratic)
+    if crossing is None or crossing > longest_s:
+        return None
+    share = quadratic * longest_s / (linear + quadratic * longest_s)
+    return Verdict("length-quadratic", f"The length-quadratic term passes half of the cost at {_num(crossing)} s of "
+                   f"audio and is {_pct(share)} of it at {_num(longest_s)} s.",
+                   [Figure("crossing length", crossing, "s"), Figure("quadratic share at the longest", share, ""),
+                    Figure("longest measured", longest_s, "s")],
+                   _rule("length-quadratic"), "chunked or limited-context attention, or split long utterances",
+                   weight=share)
+
+
+def threads(times_s: Dict[int, float]) -> Optional[Verdict]:
+    """Time per call at each thread count: fires when a doubling's parallel efficiency is under the threshold."""
+    counts = sorted(times_s)
+    worst: Optional[Tuple[int, int, float]] = None
+    for few, many in zip(counts, counts[1:]):
+        efficiency = times_s[few] / times_s[many] / (many / few)
+        if efficiency < THRESHOLDS["threads"].value and (worst is None or efficiency < worst[2]):
+            worst = (few, many, efficiency)
+    if worst is None:
+        return None
+    few, many, efficiency = worst
+    return Verdict("threads", f"Going from {few} to {many} threads gives {_num(times_s[few] / times_s[many])}x, a "
+                   f"parallel efficiency of {_pct(efficiency)}.",
+                   [Figure(f"time at {n} threads", times_s[n], "s") for n in (few, many)]
+                   + [Figure("parallel efficiency", efficiency, "")],
+                   _rule("threads"), f"run {many // few} processes of {few} thread(s) instead of one of {many}",
+                   weight=1 - efficiency)
+
+
+def straggler(rank: int, cost_s: float, step_s: float) -> Optional[Verdict]:
+    """The slowest rank's cost to the others (median wait it makes them do) against the step."""
+    if step_s <= 0:
+        return None
+    share = cost_s / step_s
+    if share <= THRESHOLDS["straggler"].value:
+        return None
+    return Verdict("straggler", f"Rank {rank} is slowest and costs every step {_ms(cost_s)}, {_pct(share)} of the "
+                   f"{_ms(step_s)} step.",
+                   [Figure("straggler cost", cost_s, "s"), Figure("step", step_s, "s")], _rule("straggler"),
+                   f"find what slows rank {rank} (its node, its data shard, another process on its cores)",
+                   weight=share)
+
+
+def communication(comm_s: float, step_s: float) -> Optional[Verdict]:
+    """Communication (all-reduce and friends) per step, median over ranks, against the step."""
+    if step_s <= 0 or comm_s is None:
+        return None
+    share = comm_s / step_s
+    if share <= THRESHOLDS["communication"].value:
+        return None
+    return Verdict("communication", f"Communication takes {_pct(share)} of each step ({_ms(comm_s)} of "
+                   f"{_ms(step_s)}).", [Figure("communication", comm_s, "s"), Figure("step", step_s, "s")],
+                   _rule("communication"), "a larger per-rank batch, gradient accumulation, or a larger DDP "
+                   "bucket_cap_mb", weight=share)
+
+
+def decoder(decode_s: float, encode_s: float) -> Optional[Verdict]:
+    """A streaming chunk's decoder time against its encoder time (medians per chunk)."""
+    if encode_s <= 0 or decode_s <= encode_s * THRESHOLDS["decoder"].value:
+        return None
+    return Verdict("decoder", f"The decoder takes {_num(decode_s / encode_s)}x the encoder per chunk "
+                   f"({_ms(decode_s)} against {_ms(encode_s)}).",
+                   [Figure("decode per chunk", decode_s, "s"), Figure("encode per chunk", encode_s, "s")],
+                   _rule("decoder"), "a smaller beam, greedy decoding, or a lighter language model in the search",
+                   weight=decode_s / (decode_s + encode_s))
+
+
+def noise(floor: float, differences: Sequence[float], what: str) -> Optional[str]:
+    """Why differences cannot be decided: each relative difference lies under the machine's noise floor."""
+    if not differences or floor <= 0 or max(abs(d) for d in differences) >= floor:
+        return None
+    return (f"the machine's noise floor ({floor * 100:.1f} %) hides differences under that size: {what} differ by "
+            f"at most {max(abs(d) for d in differences) * 100:.1f} %")
