@@ -93,7 +93,7 @@ def main() -> None:
     t0 = time.perf_counter()
     entry = get_job("profile")
     run_job(SideBySide(cfg, args.rounds, chosen), str(folder), progress_bar=False,
-            derive=entry.load("derive"), log=lambda line: None)
+            derive=entry.derive, log=lambda line: None)
     print(f"{args.rounds} rounds in {time.perf_counter() - t0:.0f} s, into {folder}")
     groups: Dict[Tuple, List[float]] = {}
     for runs in group_runs(load_results(folder).records).values():

@@ -1,10 +1,10 @@
-"""The ``sbprof`` command: one subcommand per registered job, plus ``merge`` and ``compare`` over saved results.
+"""The ``sbprof`` command: one subcommand per registered job, plus ``merge`` and ``gate`` over saved results.
 
     sbprof run [options] SCRIPT.py [ARGS ...]    profile a recipe or script as it runs (sbprof run --help)
     sbprof JOB CONFIG.yaml [--key value ...]     run a job (profile, train, transducer, compare-models...)
     sbprof JOB --render-only RESULTS             re-render a job's saved results, nothing measured
     sbprof flops | params | modules TARGET       counts and per-module time of one model
-    sbprof merge FOLDER ... / sbprof compare BASE NEW   machines side by side / the regression gate
+    sbprof merge FOLDER ... / sbprof gate BASE NEW      machines side by side / the regression gate
 
 Each subcommand's ``--help`` says more; ``sbprof-profile`` and
 ``python recipes/profile.py`` are ``sbprof profile``. Nothing heavy (torch,
@@ -20,9 +20,10 @@ from sbprof.jobs.registry import JOBS
 
 TOOLS: Dict[str, str] = {
     "merge": "results folders of several machines (or ranks) side by side in one report",
-    "compare": "regression gate: a new run against a baseline, exit 1 when worse",
+    "gate": "regression gate: a new run against a baseline, exit 1 when worse",
+    "compare": "alias of gate (its former name, kept for one release)",
 }
-"""Subcommands over saved results (:mod:`sbprof.cli.compare`), beside the jobs."""
+"""Subcommands over saved results (:mod:`sbprof.cli.tools`), beside the jobs."""
 
 
 def usage() -> str:
@@ -52,7 +53,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
         return run_script(rest, prog="sbprof run")
     if name in TOOLS:
-        from sbprof.cli.compare import main as tool
+        from sbprof.cli.tools import main as tool
 
         try:
             return tool(rest, prog=f"sbprof {name}")

@@ -1,6 +1,8 @@
 """``sbprof JOB CONFIG.yaml [--key value ...]`` and ``sbprof JOB --render-only RESULTS``, for every registered job.
 
-One command line for every job (:mod:`sbprof.jobs.registry`): any
+One command line for every job (:mod:`sbprof.jobs.registry`): a job with a
+command line of its own (``sbprof flops TARGET``) parses it itself
+(:attr:`~sbprof.jobs.job.Job.parse`); for the others any
 ``--key value`` overrides that key of the YAML file, SpeechBrain-style; the
 run options are the same everywhere (``--device cpu|cuda:N``,
 ``--noprogressbar``, ``--retry_failed``). Exit codes, the same everywhere:
@@ -12,17 +14,15 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any, List
+from typing import Any, List
 
 from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, Parser, error, print_outputs
 from sbprof.jobs.preamble import FLAGS, VALUES
-from sbprof.jobs.registry import JobEntry, get_job
-
-if TYPE_CHECKING:
-    from sbprof.jobs.runner import Outcome
+from sbprof.jobs.job import Invocation, Job
+from sbprof.jobs.registry import get_job
 
 
-def parser(entry: JobEntry, prog: str) -> Parser:
+def parser(entry: Job, prog: str) -> Parser:
     p = Parser(
         prog=prog, allow_abbrev=False, description=entry.help,
         usage="%(prog)s CONFIG.yaml [--key value ...]\n       %(prog)s --render-only RESULTS",
@@ -36,12 +36,35 @@ def parser(entry: JobEntry, prog: str) -> Parser:
     return p
 
 
-def load_config(entry: JobEntry, rest: List[str]) -> Any:
-    """The job's checked configuration from ``CONFIG.yaml [--key value ...]`` (ConfigError on bad input)."""
+def command_line(entry: Job, argv: List[str], prog: str) -> Invocation:
+    """``CONFIG.yaml [--key value ...]`` or ``--render-only RESULTS`` (ConfigError on bad input)."""
+    from sbprof.base.errors import ConfigError
     from sbprof.cli.overrides import parse_command_line
 
-    path, overrides, options = parse_command_line(rest, list(entry.load("schema")), FLAGS, VALUES)
-    return entry.load("config")(path, overrides, options)
+    args, rest = parser(entry, prog).parse_known_args(argv)
+    if args.render_only:
+        if rest:
+            raise ConfigError(f"--render-only takes no other arguments, got {' '.join(rest)}")
+        return Invocation(render_only=args.render_only)
+    path, overrides, options = parse_command_line(rest, list(entry.config_keys()), FLAGS, VALUES)
+    return Invocation(path, overrides, options)
+
+
+def configure(entry: Job, argv: List[str], prog: str) -> Any:
+    """The job's checked configuration from its command line, or the exit code of a command line that answered
+    by itself (``--help``, ``--render-only``, bad input: one line)."""
+    from sbprof.base.errors import ConfigError
+
+    try:
+        asked = entry.parse(argv, prog) if entry.parse is not None else command_line(entry, argv, prog)
+        if asked.render_only is not None:
+            return render_only(entry, asked.render_only)
+        return entry.load_config(asked.source, asked.overrides, asked.options)
+    except ConfigError as exc:
+        error(str(exc))
+        return EXIT_CONFIG
+    except SystemExit as exc:  # argparse's --help (0) and its own usage errors (2): an exit code, not an exit
+        return int(exc.code or 0)
 
 
 def main(name: str, argv: List[str], prog: str) -> int:
@@ -50,20 +73,10 @@ def main(name: str, argv: List[str], prog: str) -> int:
     from sbprof.results import FolderInUse
 
     entry = get_job(name)
-    try:
-        if entry.command_line is None:
-            args, rest = parser(entry, prog).parse_known_args(argv)
-            if args.render_only:
-                return render_only(entry, args.render_only, rest)
-        cfg = entry.load("command_line")(argv, prog) if entry.command_line else load_config(entry, rest)
-    except ConfigError as exc:
-        error(str(exc))
-        return EXIT_CONFIG
-    except SystemExit as exc:  # argparse's --help (0) and its own usage errors (2): an exit code, not an exit
-        return int(exc.code or 0)
-    if isinstance(cfg, int):  # the command line answered by itself (--help, --render-only)
+    cfg = configure(entry, argv, prog)
+    if isinstance(cfg, int):
         return cfg
-    if entry.ranks is not None and os.environ.get("RANK") is not None and os.environ.get("WORLD_SIZE") is not None:
+    if entry.run_rank is not None and os.environ.get("RANK") is not None and os.environ.get("WORLD_SIZE") is not None:
         return run_rank(entry, cfg)
     from sbprof.jobs.runner import run_config
 
@@ -81,9 +94,9 @@ def main(name: str, argv: List[str], prog: str) -> int:
     except (SbprofError, OSError) as exc:
         error(str(exc))
         return EXIT_FAILED
-    show = entry.load("show")
-    if show is not None:
-        show(cfg, outcome)
+    shown = entry.show(cfg, outcome) if entry.show is not None else None
+    if shown is not None:
+        print(shown)
     print(outcome.describe(entry.noun))
     print_outputs({**outcome.outputs, "results": outcome.results})
     if outcome.all_failed:
@@ -92,7 +105,7 @@ def main(name: str, argv: List[str], prog: str) -> int:
     return EXIT_OK
 
 
-def run_rank(entry: JobEntry, cfg: Any) -> int:
+def run_rank(entry: Job, cfg: Any) -> int:
     """Under torchrun, this process is one rank of the job: it measures in place (torchrun supervises the ranks)."""
     from sbprof.base.errors import ConfigError
 
@@ -100,7 +113,7 @@ def run_rank(entry: JobEntry, cfg: Any) -> int:
         for warning in cfg.preamble.warnings:
             print(f"warning: {warning}")
     try:
-        return entry.load("ranks")(cfg)
+        return entry.run_rank(cfg)
     except ConfigError as exc:
         error(str(exc))
         return EXIT_CONFIG
@@ -108,15 +121,12 @@ def run_rank(entry: JobEntry, cfg: Any) -> int:
         return EXIT_INTERRUPTED
 
 
-def render_only(entry: JobEntry, target: str, rest: List[str]) -> int:
+def render_only(entry: Job, target: str) -> int:
     """``--render-only RESULTS``: the reports again from a saved folder of this job, nothing measured."""
     from sbprof.base.errors import ConfigError
-    from sbprof.jobs.render import render_only as render
+    from sbprof.jobs.registry import render_only as render
     from sbprof.results import StorageError
 
-    if rest:
-        error(f"--render-only takes no other arguments, got {' '.join(rest)}")
-        return EXIT_CONFIG
     try:
         outputs = render(target, job=entry.name)
     except ConfigError as exc:
@@ -127,13 +137,6 @@ def render_only(entry: JobEntry, target: str, rest: List[str]) -> int:
         return EXIT_FAILED
     print_outputs(outputs)
     return EXIT_OK
-
-
-def show_report(cfg: Any, outcome: "Outcome") -> None:
-    """Print the job's ``report.md`` (jobs whose report is short enough to read in a terminal)."""
-    report = outcome.outputs.get("report.md")
-    if report is not None and report.is_file():
-        print(report.read_text())
 
 
 def run_recipe(script: str, job: str, prog: str) -> int:

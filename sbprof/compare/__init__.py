@@ -13,5 +13,38 @@
 The series, growth laws, crossovers and the regression gate are statistics
 (:mod:`sbprof.analysis.series`, :mod:`sbprof.analysis.comparison`,
 :mod:`sbprof.analysis.gate`); the reports are in :mod:`sbprof.report.comparison`.
-Nothing is imported here.
+:data:`JOB` names them all; its heavy parts are imported when called.
 """
+from sbprof.analysis.figures import cell_figures
+from sbprof.jobs.job import Job, Lazy
+
+
+def _config():  # imports torch and SpeechBrain
+    from sbprof.compare import config
+
+    return config
+
+
+def _analyse():
+    from sbprof.analysis.comparison import analyse
+
+    return analyse
+
+
+def _render():  # imports matplotlib
+    from sbprof.report.comparison import render
+
+    return render
+
+
+def _plan():
+    from sbprof.compare.plan import Plan
+
+    return Plan
+
+
+JOB = Job("compare-models", "models or variants over a varied size: latency, RTFx, memory, energy, plots",
+          load_config=Lazy(lambda: _config().load_config), config_keys=lambda: list(_config().SCHEMA),
+          plan=Lazy(_plan), analyse=Lazy(_analyse), render=Lazy(_render), derive=cell_figures, noun="point")
+JOBS = (JOB,)
+"""What the registry lists (a package may hold several jobs, as counts does)."""

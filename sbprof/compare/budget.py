@@ -37,7 +37,6 @@ from sbprof.base.checks import check_file_name, is_int, is_positive_number, near
 from sbprof.compare.config import validate
 from sbprof.compare.schema import CompareConfig
 from sbprof.base.errors import ConfigError, MeasurementError
-from sbprof.jobs.registry import get_job
 from sbprof.jobs.runner import run_config
 from sbprof.results import RESULTS_FILE, FolderLock, Results, load_results
 
@@ -65,7 +64,9 @@ def _config(tree: Mapping[str, Any], name: str, folder: Path) -> CompareConfig:
 
 
 def _measure(tree: Mapping[str, Any], name: str, folder: Path) -> Results:
-    outcome = run_config(get_job("compare-models"), _config(tree, name, folder), log=lambda line: None)
+    from sbprof.compare import JOB
+
+    outcome = run_config(JOB, _config(tree, name, folder), log=lambda line: None)
     return _named(load_results(outcome.results), name)
 
 

@@ -1,6 +1,8 @@
 """The count jobs (``sbprof flops``, ``sbprof params``, ``sbprof modules``): one model, counted in a worker.
 
-- :mod:`sbprof.counts.target`: the model the command line names, checked in
+- :mod:`sbprof.counts.command`: the command line and the options as a
+  configuration (also :func:`sbprof.run`'s, from a mapping);
+- :mod:`sbprof.counts.target`: the model the options name, checked in
   the parent (a local model, a pretrained-interface folder, a HyperPyYAML
   module) and the job's config;
 - :mod:`sbprof.counts.plan`: one cell for the one runner;
@@ -8,6 +10,9 @@
   or per-module time (:mod:`sbprof.measuring.flops`, :mod:`sbprof.measuring.params`,
   :mod:`sbprof.measuring.modules`) into one record.
 
-The command line is :mod:`sbprof.cli.counts`; the reports
-:mod:`sbprof.report.counts`. Nothing is imported here.
+The analysis is :mod:`sbprof.analysis.counts`, the reports
+:mod:`sbprof.report.counts`. :data:`JOBS` holds the three jobs, one per command.
 """
+from sbprof.counts.command import JOBS
+
+__all__ = ["JOBS"]

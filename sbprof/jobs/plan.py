@@ -73,8 +73,9 @@ class Batch:
         Environment variables for the worker (thread pools are sized from them).
     python : str
         The interpreter (a backend may need another one).
-    store : str
-        ``records`` (default) or ``extra`` (figures added to the stored record of each item's cell).
+    adds_figures : bool
+        Each answer is figures added to the ``extra`` of its cell's stored record (e.g. a profiler pass over
+        cells already timed), not a record of its own; a crash is noted there, the timing stands.
     resumable : bool
         Items whose cell is already stored are dropped before the worker starts.
     """
@@ -86,7 +87,7 @@ class Batch:
     log: str
     env: Dict[str, str] = field(default_factory=dict)
     python: str = sys.executable
-    store: str = "records"
+    adds_figures: bool = False
     resumable: bool = True
 
 

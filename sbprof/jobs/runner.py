@@ -1,6 +1,6 @@
 """The one runner: every job's plan measured the same way, in its locked output folder.
 
-For any job (:mod:`sbprof.jobs.registry`), :func:`run_job`:
+For any job (:class:`~sbprof.jobs.job.Job`), :func:`run_job`:
 
 - makes and locks the output folder (one run per folder; the kernel drops
   the lock on any exit, kill -9 included) and holds a few MiB of its disk
@@ -26,13 +26,14 @@ import shutil
 import signal
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 from tqdm import tqdm
 
 from sbprof.base.errors import ConfigError, MeasurementError
+from sbprof.jobs.job import Job
 from sbprof.jobs.plan import Batch, Item, Plan, Records, needs_measuring
 from sbprof.record import Cell, Measurement
 from sbprof.results import RESULTS_FILE, FolderLock, ResultStore, Results, StorageError, prepare_output_folder
@@ -132,7 +133,7 @@ class _Run:
     def made(self, m: Measurement) -> None:
         """A record measured (or failed) in this invocation."""
         self.view.mark(m.cell)
-        self.outcome.cells.add(m.cell.key()[:7] + m.cell.key()[8:])  # every coordinate but the run
+        self.outcome.cells.add(replace(m.cell, run=0).key())  # a cell's runs count once
         if m.ok:
             self.outcome.measured += 1
         elif m.status in ("oom", "error"):
@@ -167,7 +168,7 @@ class _Run:
                 self.store.add_calibration([m])
                 return
             self.store.add(m)
-            if batch.store == "records":
+            if not batch.adds_figures:
                 self.made(m)
 
         def on_result(index: int, payload: Dict[str, Any]) -> None:
@@ -194,13 +195,13 @@ class _Run:
         return True
 
     def _record(self, batch: Batch, item: Item, payload: Dict[str, Any]) -> Measurement:
-        if batch.store == "extra":
+        if batch.adds_figures:
             stored = self.store.get(item.cell)
             return Measurement.from_dict({**stored.to_dict(), "extra": {**stored.extra, **payload}})
         return Measurement.from_dict(payload)
 
     def _failed(self, batch: Batch, item: Item, message: str, setup: Dict[str, Any]) -> Measurement:
-        if batch.store == "extra":  # the timing stands; only the added figures are missing
+        if batch.adds_figures:  # the timing stands; only the added figures are missing
             return self._record(batch, item, {"extra_error": message})
         from sbprof.measuring.env import collect_env
 
@@ -307,43 +308,20 @@ def _run_locked(plan: Plan, folder: Path, retry_failed: bool, progress_bar: bool
         return outcome
 
 
-def run_config(entry: Any, cfg: Any, log: Callable[[str], None] = print) -> Outcome:
-    """Run a registered job (a :class:`~sbprof.jobs.registry.JobEntry`) on its checked configuration, with its
-    analysis and renderers after each batch: what ``sbprof JOB CONFIG.yaml`` does, for library callers."""
+def run_config(job: Job, cfg: Any, log: Callable[[str], None] = print) -> Outcome:
+    """Run ``job`` on its checked configuration, with its analysis and renderer after each batch: what
+    ``sbprof JOB CONFIG.yaml`` does, for library callers (by name: :func:`sbprof.jobs.registry.run`)."""
     from sbprof.jobs.render import reports
 
     pre = cfg.preamble
-    return run_job(entry.load("plan")(cfg), pre.output_folder, retry_failed=pre.retry_failed,
+    return run_job(job.plan(cfg), pre.output_folder, retry_failed=pre.retry_failed,
                    progress_bar=pre.progress_bar, timeout_s=pre.timeout_s,
-                   render=lambda results: reports(entry, results, pre.output_folder), derive=entry.load("derive"),
-                   summarise=entry.load("summarise"), log=log)
+                   render=lambda results: reports(job, results, pre.output_folder), derive=job.derive,
+                   summarise=job.summarise, log=log)
 
 
-def run(job: str, config: Union[str, Path], overrides: Optional[Dict[str, Any]] = None,
-        log: Callable[[str], None] = print, **run_options: Any) -> Outcome:
-    """Run the registered job ``job`` on a YAML configuration: ``sbprof JOB CONFIG.yaml`` from Python.
-
-    ``overrides`` replace keys of the file (nested mappings merged), ``run_options`` are the command line's
-    (``device``, ``noprogressbar``, ``retry_failed``).
-
-    Example
-    -------
-    >>> run("profile", "no_such.yaml")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    sbprof.base.errors.ConfigError: no_such.yaml: no such configuration file
-    """
-    from sbprof.jobs.registry import get_job
-
-    entry = get_job(job)
-    if entry.command_line is not None:
-        raise ConfigError(f"'sbprof {job}' takes a command line, not a YAML file: use the sbprof command")
-    _check_run_options(run_options)
-    return run_config(entry, entry.load("config")(config, overrides, run_options), log=log)
-
-
-def _check_run_options(options: Dict[str, Any]) -> None:
-    """The command line's checks of its run options, for :func:`run`'s keyword arguments (flags are booleans)."""
+def check_run_options(options: Dict[str, Any]) -> None:
+    """The command line's checks of its run options, for :func:`sbprof.run`'s keyword arguments (flags are booleans)."""
     from sbprof.jobs.preamble import FLAGS
 
     for key, value in options.items():

@@ -6,4 +6,20 @@ The script runs as ``__main__`` in the profiling process (:mod:`sbprof.script.la
 with hooks installed first (:mod:`sbprof.script.hooks`), which find its steps;
 :mod:`sbprof.script.session` measures them (:mod:`sbprof.script.steps` for the clocks)
 and :mod:`sbprof.script.plan` hands one record per stage to the one runner.
+
+:data:`JOB` names the parts: the command line (:mod:`sbprof.script.command`),
+the plan, the analysis :mod:`sbprof.analysis.run` and the report
+:mod:`sbprof.report.run`. The command prints the report on standard error
+(standard output is the script's) and exits with the script's own code
+(:mod:`sbprof.cli.run`).
 """
+from sbprof.analysis.run import analyse
+from sbprof.jobs.job import Job
+from sbprof.report.run import render
+from sbprof.script.command import load_config, parse
+from sbprof.script.plan import Plan
+
+JOB = Job("run", "profile a SpeechBrain recipe or PyTorch script as it runs, without editing it",
+          load_config=load_config, plan=Plan, analyse=analyse, render=render, parse=parse, noun="stage")
+JOBS = (JOB,)
+"""What the registry lists (a package may hold several jobs, as counts does)."""

@@ -7,5 +7,45 @@
 
 The grid and its triangle rule are in :mod:`sbprof.analysis.grid`, the input audio in
 :mod:`sbprof.models.audio`; the analysis in :mod:`sbprof.analysis.sweep`, the
-renderers in :mod:`sbprof.report.sweep`. Nothing is imported here.
+renderers in :mod:`sbprof.report.sweep`. :data:`JOB` names them all; its
+heavy parts are imported when called.
+
+The one name that does not line up: the job is ``profile`` (``sbprof
+profile``, ``results.json``'s ``job``) but its package is ``sweep``, because
+``sbprof.profile`` is the public SpeechBrain-style decorator
+(:mod:`sbprof.decorators`) and a package ``sbprof.profile`` would shadow it.
 """
+from sbprof.analysis.figures import cell_figures
+from sbprof.jobs.job import Job, Lazy
+
+
+def _config():  # imports torch and SpeechBrain
+    from sbprof.sweep import config
+
+    return config
+
+
+def _analysis():
+    from sbprof.analysis import sweep
+
+    return sweep
+
+
+def _render():  # imports matplotlib
+    from sbprof.report.sweep import render
+
+    return render
+
+
+def _plan():
+    from sbprof.sweep.plan import Plan
+
+    return Plan
+
+
+JOB = Job("profile", "profiling sweep of a pretrained model: RTF and memory tables",
+          load_config=Lazy(lambda: _config().load_config), config_keys=lambda: list(_config().SCHEMA),
+          plan=Lazy(_plan), analyse=Lazy(lambda: _analysis().analyse), render=Lazy(_render),
+          derive=cell_figures, summarise=Lazy(lambda: _analysis().summary_block))
+JOBS = (JOB,)
+"""What the registry lists (a package may hold several jobs, as counts does)."""

@@ -130,7 +130,7 @@ class Plan(JobPlan):
             items = self.references(setting, view, "start") + items + self.references(setting, view, "end")
         return Batch(name=f"{mode} worker for {setting.name}", module=self.worker, payload=payload, items=items,
                      log=log_name(setting.name), env=worker_env(setting.threads),
-                     store="extra" if mode == "profile" else "records", resumable=mode != "profile")
+                     adds_figures=mode == "profile", resumable=mode != "profile")
 
     def references(self, setting: Setting, view: StoreView, position: str) -> List[Item]:
         """The reference batch (the grid's smallest cell) as a calibration item; its run numbers the process."""

@@ -90,8 +90,18 @@ LEVELS = [0.93, 0.97, 1.0, 1.02, 1.05, 1.08]
 def test_gate_exit_codes(tmp_path, capsys, scale, runs, extra, code, says):
     base = save(tmp_path / "base", LEVELS[:runs])
     new = save(tmp_path / "new", [scale * lv for lv in LEVELS[:runs][::-1]])
+    assert sbprof_main(["gate", str(base), str(new)] + extra) == code
+    printed = capsys.readouterr()
+    assert says in printed.out
+    # "compare", the gate's former name, is the same command and says nothing more
     assert sbprof_main(["compare", str(base), str(new)] + extra) == code
-    assert says in capsys.readouterr().out
+    assert capsys.readouterr() == printed
+
+
+def test_help_lists_compare_as_an_alias_of_gate(capsys):
+    assert sbprof_main(["--help"]) == 0
+    listed = capsys.readouterr().out
+    assert "  gate " in listed and "  compare          alias of gate" in listed
 
 
 @pytest.mark.parametrize("argv, expected", [
@@ -105,7 +115,7 @@ def test_gate_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, expected)
     base = save(tmp_path / "base", LEVELS)
     new = save(tmp_path / "new", LEVELS, cpu="Other") if argv[0] == "--cpu" else base
     argv = [] if argv[0] == "--cpu" else argv
-    assert_refused(main([str(base), str(new)] + argv, prog="sbprof compare"), capsys, expected)
+    assert_refused(main([str(base), str(new)] + argv, prog="sbprof gate"), capsys, expected)
 
 
 def test_merge_writes_one_report_and_refuses_a_single_folder(tmp_path, capsys):

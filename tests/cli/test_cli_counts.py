@@ -100,3 +100,20 @@ def test_a_local_model_through_its_interface(tmp_path, capsys):
     code, printed, _ = run(["params", str(folder), "--type", "EncoderASR", "--output_folder", str(tmp_path / "p")],
                            capsys)
     assert code == 0 and result_in(tmp_path / "p")["total"] == 3_174_480
+
+
+def test_a_count_runs_from_python_with_its_options_as_a_mapping(model_file, tmp_path, capsys):
+    """``sbprof.run("flops", {...})`` is ``sbprof flops TARGET ...``: the same record."""
+    import sbprof
+
+    outcome = sbprof.run("flops", {"target": str(model_file), "input": "[4, 16]", "output_folder": str(tmp_path / "py")},
+                         log=lambda line: None)
+    assert outcome.measured == 1 and not outcome.all_failed
+    assert run(["flops", str(model_file), "--input", "[4, 16]", "--output_folder", str(tmp_path / "cli")],
+               capsys)[0] == 0
+    by_python, by_cli = result_in(tmp_path / "py"), result_in(tmp_path / "cli")
+    assert by_python["macs"] == by_cli["macs"] == 4 * 16 * 32  # batch x in x out products
+    with pytest.raises(sbprof.ConfigError, match="unknown option 'inputs'.*did you mean 'input'"):
+        sbprof.run("flops", {"target": str(model_file), "inputs": "[4, 16]"})
+    with pytest.raises(sbprof.ConfigError, match="option depth takes a int"):
+        sbprof.run("params", {"target": str(model_file), "depth": "2"})

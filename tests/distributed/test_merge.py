@@ -9,7 +9,7 @@ import weakref
 import pytest
 
 import sbprof.distributed.merge as merge_module
-from sbprof.cli.compare import main as cli
+from sbprof.cli.tools import main as cli
 from sbprof.distributed.merge import find_run, merge_run
 from sbprof.distributed.rankfile import RankWriter, rank_file, rank_files, read_rank_file
 from sbprof.base.errors import ConfigError

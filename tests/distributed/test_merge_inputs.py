@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from sbprof.cli.compare import main as cli
+from sbprof.cli.tools import main as cli
 from sbprof.distributed.merge import merge_run
 from sbprof.distributed.rankfile import rank_file
 from test_merge import partial_run, write_run

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from sbprof.cli.compare import main as cli
+from sbprof.cli.tools import main as cli
 from sbprof.distributed.merge import find_run, merge_run
 from sbprof.distributed.rankfile import rank_files, read_rank_file
 from torchrun_tools import SCRIPTS, rank_env, run, torchrun, two_node_groups

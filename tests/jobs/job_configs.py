@@ -16,10 +16,14 @@ from stream_configs import write_stream_yaml  # noqa: E402
 
 from fake_interfaces import write_model_folder, write_sweep_yaml  # noqa: E402
 
-YAML_JOBS = ("profile", "compare-models", "train", "transducer", "stream")
-COUNT_JOBS = ("flops", "params", "modules")
-SCRIPT_JOBS = ("run",)
+from sbprof import counts, script  # noqa: E402
+from sbprof.jobs.registry import JOBS  # noqa: E402
+
+COUNT_JOBS = tuple(job.name for job in counts.JOBS)
+SCRIPT_JOBS = tuple(job.name for job in script.JOBS)
 """Jobs whose command line is a script to run (tested in tests/run)."""
+YAML_JOBS = tuple(name for name, job in JOBS.items() if job.config_keys is not None)
+"""Jobs run as ``sbprof JOB CONFIG.yaml``: every registered job but those with a command line of their own."""
 BUSY = {"method": "process", "args": ["wavs", "wav_lens"]}
 
 

@@ -130,11 +130,13 @@ def _config(job: str, tmp_path: Path, devices):
     """The job's checked config with ``devices`` set (a YAML key, or ``--device`` for the count commands)."""
     entry = get_job(job)
     argv = argv_of(job, tmp_path, tmp_path / "out")
-    if job in COUNT_JOBS:
-        return entry.load("command_line")(argv + (["--device", devices] if devices else []), f"sbprof {job}")
-    from sbprof.cli.job import load_config
+    from sbprof.cli.job import command_line
 
-    return load_config(entry, [argv[0], "--devices", json.dumps(devices)])
+    if job in COUNT_JOBS:
+        asked = entry.parse(argv + (["--device", devices] if devices else []), f"sbprof {job}")
+    else:
+        asked = command_line(entry, [argv[0], "--devices", json.dumps(devices)], f"sbprof {job}")
+    return entry.load_config(asked.source, asked.overrides, asked.options)
 
 
 @pytest.mark.parametrize("job", YAML_JOBS)

@@ -132,8 +132,8 @@ def test_a_mapping_given_for_a_null_key_is_merged(tmp_path):
     argv = argv_of("stream", tmp_path, tmp_path / "out")
     assert "capacity: null" in Path(argv[0]).read_text()
     path, overrides, options = parse_command_line(
-        [argv[0], "--capacity", "{chunk_size: 16, left_context_chunks: 2}"], keys=list(entry.load("schema")))
-    cfg = entry.load("config")(path, overrides, options)
+        [argv[0], "--capacity", "{chunk_size: 16, left_context_chunks: 2}"], keys=list(entry.config_keys()))
+    cfg = entry.load_config(path, overrides, options)
     assert (cfg.capacity.chunk_size, cfg.capacity.left_context_chunks) == ((16,), (2,))
     assert not (tmp_path / "out").exists()
 

@@ -13,7 +13,7 @@ import torch
 
 from fake_interfaces import replace_in_file, use_test_environment, write_model_folder, write_sweep_yaml
 from sbprof.jobs.registry import get_job
-from sbprof.jobs.render import render_only as render_results
+from sbprof.jobs.registry import render_only as render_results
 from sbprof.jobs.runner import Outcome, run_config
 from sbprof.record import Measurement
 from sbprof.report.format import sig3

@@ -1,14 +1,16 @@
-"""``sbprof merge`` and ``sbprof compare`` (the regression gate): commands over saved results, measuring nothing.
+"""``sbprof merge`` and ``sbprof gate`` (the regression gate): commands over saved results, measuring nothing.
 
 Usage::
 
     sbprof merge FOLDER FOLDER [FOLDER ...] --output DIR    results folders of several machines
     sbprof merge [RUN_FOLDER] [--output DIR]               the rank files of one distributed run
-    sbprof compare BASELINE NEW [--threshold 5%] [--metric rtf|peak_memory] [--within-run] [--any-machine]
+    sbprof gate BASELINE NEW [--threshold 5%] [--metric rtf|peak_memory] [--within-run] [--any-machine]
+
+``sbprof compare`` is the gate's former name, kept as an alias for one release.
 
 Exit codes. ``merge``: 0 done, 1 the report could not be written (a full
 disk) or, for a distributed run, the run was incomplete (a rank missing or
-stopped early: the report says which), 2 bad input. ``compare``: 0 nothing regressed, 1 something is slower
+stopped early: the report says which), 2 bad input. ``gate``: 0 nothing regressed, 1 something is slower
 or heavier beyond the threshold (or fails now), 2 bad input or cells that
 cannot be judged (too few runs; see ``--within-run``).
 """
@@ -18,8 +20,9 @@ import sys
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
-from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, Parser, error, print_outputs
 from sbprof.base.errors import ConfigError, SbprofError
+from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, Parser, error, print_outputs
+
 
 def parse_threshold(text: str) -> float:
     """``5%`` or ``0.05`` as a fraction.
@@ -210,24 +213,26 @@ def gate(argv: List[str], prog: str) -> int:
     return EXIT_CONFIG if report.unjudged else EXIT_OK
 
 
-COMMANDS: Dict[str, Callable[[List[str], str], int]] = {"merge": merge, "compare": gate}
+COMMANDS: Dict[str, Callable[[List[str], str], int]] = {"merge": merge, "gate": gate}
+ALIASES = {"compare": "gate"}
+"""Former names, kept for one release: the same command, nothing printed about it."""
 
 
-def main(argv: Optional[List[str]] = None, prog: str = "sbprof compare") -> int:
-    """Run the subcommand that ``prog`` names (``sbprof compare`` or ``sbprof merge``).
+def main(argv: Optional[List[str]] = None, prog: str = "sbprof gate") -> int:
+    """Run the subcommand that ``prog`` names (``sbprof gate``, its alias ``sbprof compare``, or ``sbprof merge``).
 
     Example
     -------
     >>> main(["a.yaml"], prog="sbprof unknown")
     Traceback (most recent call last):
     ...
-    ValueError: no subcommand named 'unknown' here; known: merge, compare
+    ValueError: no subcommand named 'unknown' here; known: merge, gate, compare
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     command = prog.split()[-1]
-    if command not in COMMANDS:
-        raise ValueError(f"no subcommand named {command!r} here; known: {', '.join(COMMANDS)}")
-    return COMMANDS[command](argv, prog)
+    if command not in COMMANDS and command not in ALIASES:
+        raise ValueError(f"no subcommand named {command!r} here; known: {', '.join([*COMMANDS, *ALIASES])}")
+    return COMMANDS[ALIASES.get(command, command)](argv, prog)
 
 
 if __name__ == "__main__":

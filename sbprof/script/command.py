@@ -1,0 +1,125 @@
+"""``sbprof run [options] SCRIPT.py [ARGS ...]`` and ``sbprof run [options] -m MODULE [ARGS ...]``: the command line
+of the run job, and its options as a :class:`~sbprof.script.plan.RunConfig`.
+
+sbprof's options come before the script; everything after the script (or
+after ``-m MODULE``) is the script's, untouched, its own ``--flags``
+included.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from sbprof.base.checks import nearest
+from sbprof.base.errors import ConfigError
+from sbprof.jobs.job import ArgumentParser, Invocation
+
+DEFAULTS: Dict[str, Any] = {"script": None, "module": None, "args": (), "warmup": 2, "measured": 5,
+                            "keep_going": False, "trace": True, "output_folder": None}
+"""The run job's options and their defaults (the command line's and :func:`sbprof.run`'s)."""
+USAGE = "%(prog)s [options] SCRIPT.py [ARGS ...]\n       %(prog)s [options] -m MODULE [ARGS ...]\n" \
+        "       %(prog)s --render-only RESULTS"
+
+
+def parser(prog: str) -> ArgumentParser:
+    p = ArgumentParser(prog=prog, usage=USAGE, allow_abbrev=False, argument_default=argparse.SUPPRESS,
+                       description="profile a SpeechBrain recipe or PyTorch script as it runs, without editing it",
+                       epilog="Everything after SCRIPT.py (or -m MODULE) goes to the script untouched. Steps found: "
+                              "each speechbrain Brain batch (stages train/valid/test), each torch.optim optimiser "
+                              "step of a plain loop, each speechbrain.inference batch or file call.")
+    p.add_argument("-m", dest="module", metavar="MODULE", help="run a module as a script (as python -m)")
+    p.add_argument("--warmup", type=int,
+                   help=f"steps per stage left out of the figures (default {DEFAULTS['warmup']})")
+    p.add_argument("--measured", type=int,
+                   help=f"steps per stage measured after the warm-up (default {DEFAULTS['measured']})")
+    p.add_argument("--continue", dest="keep_going", action="store_true",
+                   help="after the measured steps, let the script run to its end (default: stop it there)")
+    p.add_argument("--no-trace", dest="trace", action="store_false", help="no torch.profiler trace")
+    p.add_argument("--output_folder", help="where results.json, report.md and traces go "
+                                           "(default results/run/<script name>)")
+    p.add_argument("--render-only", metavar="RESULTS", help="re-render a saved run's reports, nothing run")
+    return p
+
+
+def split_argv(argv: List[str]) -> Tuple[List[str], Optional[str], List[str]]:
+    """sbprof's options, the script (``None`` with ``-m``) and the script's arguments.
+
+    Example
+    -------
+    >>> split_argv(["--warmup", "1", "train.py", "hp.yaml", "--warmup", "9"])
+    (['--warmup', '1'], 'train.py', ['hp.yaml', '--warmup', '9'])
+    >>> split_argv(["-m", "pkg.mod", "--lr", "1"])
+    (['-m', 'pkg.mod'], None, ['--lr', '1'])
+    """
+    takes_value = {"-m", "--warmup", "--measured", "--output_folder", "--render-only"}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "-m" or (arg in takes_value and "=" not in arg):
+            if arg == "-m":
+                return argv[:i + 2], None, argv[i + 2:]
+            i += 2
+        elif arg.startswith("-"):
+            i += 1
+        else:
+            return argv[:i], arg, argv[i + 1:]
+    return argv, None, []
+
+
+def parse(argv: List[str], prog: str) -> Invocation:
+    """``sbprof run ...`` as the options :func:`load_config` takes, or the folder to re-render."""
+    options, script, script_args = split_argv(argv)
+    given = vars(parser(prog).parse_args(options))
+    render_only = given.pop("render_only", None)
+    if render_only is not None:
+        if script:
+            raise ConfigError(f"--render-only takes no other arguments, got {script}")
+        return Invocation(render_only=render_only)
+    if script is None and given.get("module") is None:
+        raise ConfigError(f"{prog}: give the SCRIPT.py to run (or -m MODULE)")
+    return Invocation(source={**given, "script": script, "args": script_args})
+
+
+def load_config(source: Mapping[str, Any], overrides: Optional[Mapping[str, Any]] = None,
+                run_options: Optional[Mapping[str, Any]] = None) -> Any:
+    """The checked :class:`~sbprof.script.plan.RunConfig` from the options (``source``, then ``overrides``).
+
+    Under torchrun (``RANK`` and ``WORLD_SIZE`` set) each rank's results go below the folder, in ``rank<N>/``,
+    and the rank files beside them, in ``ranks/``.
+
+    Example
+    -------
+    >>> load_config({"script": "train.py", "warmup": -1})
+    Traceback (most recent call last):
+    ...
+    sbprof.base.errors.ConfigError: --warmup must be at least 0 and --measured at least 1, got -1 and 5
+    """
+    from sbprof.jobs.preamble import Preamble, Repeats, check_output_folder
+    from sbprof.script.launch import check_target
+    from sbprof.script.plan import RunConfig
+
+    if not isinstance(source, Mapping):
+        raise ConfigError(f"sbprof run: give the options as a mapping, e.g. {{'script': 'train.py'}}, not {source!r}")
+    args = {**DEFAULTS, **source, **(overrides or {})}
+    unknown = sorted(set(args) - set(DEFAULTS))
+    if unknown:
+        raise ConfigError(f"sbprof run: unknown option {unknown[0]!r}{nearest(unknown[0], list(DEFAULTS))}; options: "
+                          f"{', '.join(DEFAULTS)}")
+    if args["script"] is None and args["module"] is None:
+        raise ConfigError("sbprof run: give the SCRIPT.py to run (or -m MODULE)")
+    if not all(isinstance(args[k], int) and not isinstance(args[k], bool) for k in ("warmup", "measured")) \
+            or args["warmup"] < 0 or args["measured"] < 1:
+        raise ConfigError(f"--warmup must be at least 0 and --measured at least 1, got {args['warmup']} and "
+                          f"{args['measured']}")
+    target = check_target(args["script"], args["module"], list(args["args"]))
+    folder = check_output_folder(args["output_folder"], "--output_folder", str(Path("results") / "run" / target.name))
+    rank = os.environ.get("RANK") if os.environ.get("WORLD_SIZE") is not None else None
+    ranks = None
+    if rank is not None:
+        folder, ranks = str(Path(folder) / f"rank{rank}"), str(Path(folder) / "ranks")
+    preamble = Preamble(devices=("cpu",), cpu_threads=(1,), cuda_threads=1, seed=0, warmup=args["warmup"],
+                        measured=args["measured"], repeats=Repeats(runs=1), output_folder=folder, progress_bar=False)
+    return RunConfig(preamble=preamble, target=target, keep_going=bool(args["keep_going"]), trace=bool(args["trace"]),
+                     rank_folder=ranks)
