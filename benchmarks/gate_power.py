@@ -143,7 +143,7 @@ def model_pools(model: str, runs: int, audio_s: float, slowdown: float, samples:
 
     ``folder`` keeps the runs (a comparison results folder): run again with it to re-score them, or with a
     larger ``runs`` to add only the missing ones. Without it they go to a temporary folder."""
-    from sbprof.compare.config import validate
+    from sbprof.compare_models.config import validate
     from sbprof.models.interfaces import resolve_interface
     from sbprof.jobs.registry import get_job
     from sbprof.jobs.runner import run_config

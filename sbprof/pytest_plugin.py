@@ -58,12 +58,12 @@ class Budget:
 
         The model is a pretrained interface (``source``, ``type``, optional
         ``method``/``args``/``overrides``) or a HyperPyYAML module (``yaml``,
-        ``module``); ``options`` go to :func:`sbprof.compare.budget.check_budget`
+        ``module``); ``options`` go to :func:`sbprof.compare_models.budget.check_budget`
         (``audio_s``, ``batch_size``, ``metric``, ``threshold``, ``runs``,
-        ``samples``, ...). Returns the :class:`~sbprof.compare.budget.BudgetResult`.
+        ``samples``, ...). Returns the :class:`~sbprof.compare_models.budget.BudgetResult`.
         """
         from sbprof.base.checks import nearest
-        from sbprof.compare.budget import OPTIONS, check_budget
+        from sbprof.compare_models.budget import OPTIONS, check_budget
         from sbprof.base.errors import SbprofError
 
         unknown = sorted(set(options) - set(OPTIONS))

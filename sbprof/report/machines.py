@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Union
 from sbprof.analysis.figures import MachineInfo
 from sbprof.analysis.machines import GridRtf, MachinesSummary
 from sbprof.analysis.series import VARIED
-from sbprof.report.comparison import exponent_text, latency_text, x_text
+from sbprof.report.compare_models import exponent_text, latency_text, x_text
 from sbprof.report.format import known, plural, sig3, status_text, table
 from sbprof.report.plot import PLOT_DIR, Line, latency_figure, png_bytes, without_fit
 from sbprof.base.stats import METRICS

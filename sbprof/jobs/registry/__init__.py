@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Union
 
-from sbprof import compare, counts, script, stream, sweep, train, transducer
+from sbprof import compare_models, counts, script, stream, sweep, train, transducer
 from sbprof.base.checks import nearest
 from sbprof.base.errors import ConfigError
 from sbprof.jobs.job import Job
@@ -28,7 +28,7 @@ from sbprof.jobs.job import Job
 PACKAGES = (
     script,
     sweep,
-    compare,
+    compare_models,
     train,
     transducer,
     stream,

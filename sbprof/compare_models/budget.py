@@ -34,8 +34,8 @@ from typing import Any, Mapping, Optional, Union
 from sbprof.analysis.gate import GATE_METRICS, GateReport, describe_row, gate, min_runs
 from sbprof.analysis.verdict import run_statistic
 from sbprof.base.checks import check_file_name, is_int, is_positive_number, nearest
-from sbprof.compare.config import validate
-from sbprof.compare.schema import CompareConfig
+from sbprof.compare_models.config import validate
+from sbprof.compare_models.schema import CompareConfig
 from sbprof.base.errors import ConfigError, MeasurementError
 from sbprof.jobs.runner import run_config
 from sbprof.results import RESULTS_FILE, FolderLock, Results, load_results
@@ -64,7 +64,7 @@ def _config(tree: Mapping[str, Any], name: str, folder: Path) -> CompareConfig:
 
 
 def _measure(tree: Mapping[str, Any], name: str, folder: Path) -> Results:
-    from sbprof.compare import JOB
+    from sbprof.compare_models import JOB
 
     outcome = run_config(JOB, _config(tree, name, folder), log=lambda line: None)
     return _named(load_results(outcome.results), name)

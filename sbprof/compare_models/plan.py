@@ -4,7 +4,7 @@ Runs are interleaved (:func:`sbprof.jobs.plan.interleaved_passes`): run 0 of
 every (setting, variant), then run 1 of every one, and so on, so slow drift
 of the machine (thermal state, other load) spreads over the variants instead
 of landing on one. Each (setting, variant, run) is one fresh
-:mod:`sbprof.compare.worker` process measuring all the variant's points of
+:mod:`sbprof.compare_models.worker` process measuring all the variant's points of
 that run. An external meter's log, when given, is attached to every
 measured point at the end (its energy over each point's window).
 """
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
 from sbprof.models.audio import input_kind
-from sbprof.compare.meterlog import attach_meter_log
-from sbprof.compare.schema import CompareConfig, Variant
+from sbprof.compare_models.meterlog import attach_meter_log
+from sbprof.compare_models.schema import CompareConfig, Variant
 from sbprof.jobs.plan import (Batch, Group, Item, JobPlan, Records, Step, StoreView, interleaved_passes, log_name,
                               repeat_policy, worker_env)
 from sbprof.jobs.preamble import Setting
@@ -27,7 +27,7 @@ from sbprof.record.results import Results
 class Plan(JobPlan):
     """The comparison's plan (see the module docstring and :class:`sbprof.jobs.plan.Plan`)."""
 
-    job, worker = "compare-models", "sbprof.compare.worker"
+    job, worker = "compare-models", "sbprof.compare_models.worker"
     cfg: CompareConfig
 
     def header(self) -> Results:

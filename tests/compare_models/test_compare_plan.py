@@ -8,8 +8,8 @@ import torch
 
 from compare_fakes import BUSY, write_compare_yaml
 from fake_interfaces import use_test_environment, write_model_folder
-from sbprof.compare.config import load_config
-from sbprof.compare.plan import Plan
+from sbprof.compare_models.config import load_config
+from sbprof.compare_models.plan import Plan
 from sbprof.jobs.plan import Batch
 from sbprof.jobs.preamble import Setting
 from sbprof.jobs.runner import View

@@ -1,7 +1,7 @@
 """The reports of a comparison: markdown per setting, the records' CSV and the plots (formats a summary only).
 
 :func:`render` (the compare-models job's renderer) formats
-one :class:`~sbprof.analysis.comparison.ComparisonSummary` in each format;
+one :class:`~sbprof.analysis.compare_models.ComparisonSummary` in each format;
 the markdown embeds the PNGs (:mod:`sbprof.report.plot`) by relative path.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Union
 
-from sbprof.analysis.comparison import CompareSetting, ComparisonSummary, VariantSetup
+from sbprof.analysis.compare_models import CompareSetting, ComparisonSummary, VariantSetup
 from sbprof.analysis.series import VARIED, Crossover, Point, Series
 from sbprof.record.cell import setting_name
 from sbprof.report.cells_csv import render_csv

@@ -3,7 +3,7 @@
 :func:`analyse` builds everything a comparison's markdown, CSV
 and plots show (:mod:`sbprof.analysis.series` per setting, the crossovers of
 the fitted laws, the energy line, each record's derived figures); the
-renderers (:mod:`sbprof.report.comparison`) only format the
+renderers (:mod:`sbprof.report.compare_models`) only format the
 :class:`ComparisonSummary`. Pure: no torch, no clocks.
 """
 from __future__ import annotations

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import List, Sequence, Tuple
 
-from sbprof.compare.schema import EnergyConfig
+from sbprof.compare_models.schema import EnergyConfig
 from sbprof.measuring.energy.external import attach_meter, load_power_csv
 from sbprof.base.errors import MeasurementError
 from sbprof.record import Measurement

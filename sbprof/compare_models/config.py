@@ -15,7 +15,7 @@ from typing import Any, Mapping, Optional, Tuple
 from sbprof.analysis.series import VARIED
 from sbprof.models.audio import check_example_audio
 from sbprof.base.checks import check_file_name, check_flag, check_int, check_list, is_positive_number, nearest
-from sbprof.compare.schema import DEFAULTS, SCHEMA, CompareConfig, EnergyConfig, Variant
+from sbprof.compare_models.schema import DEFAULTS, SCHEMA, CompareConfig, EnergyConfig, Variant
 from sbprof.base.errors import ConfigError
 from sbprof.jobs.preamble import check_preamble, load_tree
 from sbprof.models.source import check_source

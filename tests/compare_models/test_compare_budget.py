@@ -10,7 +10,7 @@ from importlib import metadata
 import pytest
 
 from fake_interfaces import use_test_environment, write_model_folder
-from sbprof.compare.budget import check_budget
+from sbprof.compare_models.budget import check_budget
 from sbprof.base.errors import ConfigError
 
 BUSY = {"type": "fake_interfaces.BusyInterface", "method": "process", "args": ["wavs", "wav_lens"]}
@@ -60,7 +60,7 @@ def test_fixture_passes_unchanged_code_and_fails_an_injected_slowdown(tmp_path):
 
 @pytest.mark.parametrize("status, outcome", [("recorded", pytest.skip.Exception), ("failed", pytest.fail.Exception)])
 def test_fixture_skips_when_it_records_and_fails_when_the_budget_is_exceeded(monkeypatch, tmp_path, status, outcome):
-    from sbprof.compare import budget
+    from sbprof.compare_models import budget
     from sbprof.pytest_plugin import Budget
 
     seen = {}

@@ -1,4 +1,4 @@
-"""The worker side of a comparison: ``python -m sbprof.compare.worker RESULT_FD`` (see :mod:`sbprof.workers.cells`).
+"""The worker side of a comparison: ``python -m sbprof.compare_models.worker RESULT_FD`` (see :mod:`sbprof.workers.cells`).
 
 One fresh process per (setting, variant, run): it loads the variant once
 (:class:`~sbprof.models.source.LoadedModel`), then for each point of the
@@ -19,7 +19,7 @@ from typing import Any, Dict, Optional
 import torch
 
 from sbprof.models.audio import load_example
-from sbprof.compare.schema import CompareConfig
+from sbprof.compare_models.schema import CompareConfig
 from sbprof.measuring.energy.meter import EnergyMeter
 from sbprof.measuring.env import collect_env, load_average
 from sbprof.base.errors import ConfigError, SbprofError

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from compare_fakes import fake_powercap, write_counter
-from sbprof.compare.config import validate
-from sbprof.compare.worker import CPU_ONLY, measure_energy_window
+from sbprof.compare_models.config import validate
+from sbprof.compare_models.worker import CPU_ONLY, measure_energy_window
 from sbprof.record import Cell
 
 MAX_UJ = 1_000_000

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 from compare_fakes import record, results_of
-from sbprof.analysis.comparison import analyse
+from sbprof.analysis.compare_models import analyse
 from sbprof.analysis.gate import gate
 from sbprof.record import Energy
-from sbprof.report.comparison import render, render_comparison
+from sbprof.report.compare_models import render, render_comparison
 from sbprof.report.gate import render_gate
 
 SIZES = [1.0, 2.0, 4.0, 8.0]
