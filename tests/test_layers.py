@@ -184,7 +184,6 @@ def test_render_only_does_not_import_torch(tmp_path):
     assert "torch" not in loaded and (tmp_path / "report.md").is_file()
 
 
-@pytest.mark.xfail(strict=False, reason="until report/train, transducer, stream, run, distributed are converted")
 def test_renderers_neither_read_records_nor_write_files():
     """Renderers format typed summaries and return their files' contents (jobs/render.py writes them): no module
     under sbprof/report/ imports the record type or the file writers."""

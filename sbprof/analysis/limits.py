@@ -63,7 +63,8 @@ THRESHOLDS: Dict[str, Threshold] = {
 
 @dataclass(frozen=True)
 class Figure(Codec):
-    """A figure behind a verdict: its value, unit and interval (``low``/``high``, when measured over runs)."""
+    """A figure behind a verdict: its value, unit (``s``, ``share`` for a fraction, ``""`` for a count...) and
+    interval (``low``/``high``, when measured over runs)."""
 
     name: str
     value: float
@@ -137,7 +138,7 @@ def data_loading(wait_s: float, step_s: float) -> Optional[Verdict]:
         return None
     return Verdict("data loading", f"Waiting for data takes {_pct(share)} of each step ({_ms(wait_s)} wait beside "
                    f"a {_ms(step_s)} step).",
-                   [Figure("data wait", wait_s, "s"), Figure("step", step_s, "s"), Figure("wait share", share, "")],
+                   [Figure("data wait", wait_s, "s"), Figure("step", step_s, "s"), Figure("wait share", share, "share")],
                    _rule("data loading"), "more DataLoader workers (num_workers), pin_memory, or decode and "
                    "resample the audio ahead of training", weight=share)
 
@@ -176,7 +177,7 @@ def length_quadratic(linear: float, quadratic: float, longest_s: float) -> Optio
     share = quadratic * longest_s / (linear + quadratic * longest_s)
     return Verdict("length-quadratic", f"The length-quadratic term passes half of the cost at {_num(crossing)} s of "
                    f"audio and is {_pct(share)} of it at {_num(longest_s)} s.",
-                   [Figure("crossing length", crossing, "s"), Figure("quadratic share at the longest", share, ""),
+                   [Figure("crossing length", crossing, "s"), Figure("quadratic share at the longest", share, "share"),
                     Figure("longest measured", longest_s, "s")],
                    _rule("length-quadratic"), "chunked or limited-context attention, or split long utterances",
                    weight=share)
@@ -196,7 +197,7 @@ def threads(times_s: Dict[int, float]) -> Optional[Verdict]:
     return Verdict("threads", f"Going from {few} to {many} threads gives {_num(times_s[few] / times_s[many])}x, a "
                    f"parallel efficiency of {_pct(efficiency)}.",
                    [Figure(f"time at {n} threads", times_s[n], "s") for n in (few, many)]
-                   + [Figure("parallel efficiency", efficiency, "")],
+                   + [Figure("parallel efficiency", efficiency, "share")],
                    _rule("threads"), f"run {many // few} processes of {few} thread(s) instead of one of {many}",
                    weight=1 - efficiency)
 
