@@ -45,8 +45,10 @@ import math
 import statistics
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from sbprof.analysis.stream_criterion import audio_rows, budget_margin, utilisation, within_target
+from sbprof.analysis.stream_criterion import (audio_rows, budget_margin, quantile_interval, utilisation,
+                                              within_target)
 from sbprof.analysis.stream_payload import payload
+from sbprof.analysis.stream_limits import stream_limits
 from sbprof.analysis.stream_sessions import cost_growth, session_times, split_delays
 from sbprof.analysis.machine_facts import machine_facts
 from sbprof.analysis.stream_summary import CapacityRow, LatencyRow, Probe, StreamRules, StreamSetting, StreamSummary
@@ -72,26 +74,6 @@ def _median(values: Sequence[Optional[float]]) -> Optional[float]:
 
 def _scaled(value: Optional[float], factor: float) -> Optional[float]:
     return None if value is None else value * factor
-
-
-def quantile_interval(samples: Sequence[float], q: float, z: float = 1.96) -> Tuple[float, float, bool]:
-    """A distribution-free ~95 % interval for the ``q`` quantile from order statistics (normal approximation to
-    the binomial): ``(low, high, open)``; ``open`` when too few samples bound it above (``high`` is then the
-    largest sample, and the true quantile may lie beyond).
-
-    Example
-    -------
-    >>> quantile_interval(list(range(1, 1001)), 0.99)
-    (983, 998, False)
-    >>> quantile_interval(list(range(1, 42)), 0.99)
-    (39, 41, True)
-    """
-    xs = sorted(samples)
-    n = len(xs)
-    half = z * math.sqrt(n * q * (1 - q))
-    lo = max(1, int(math.floor(n * q - half)))
-    hi = int(math.ceil(n * q + half)) + 1
-    return xs[lo - 1], xs[min(hi, n) - 1], hi > n
 
 
 def marginal_bytes(points: Sequence[Tuple[int, float]]) -> Optional[float]:
@@ -189,9 +171,11 @@ def probes_of(m: Measurement) -> List[Probe]:
         cols = p.chunks
         compute = [e - s for s, e in zip(cols["start_s"], cols["end_s"])]
         v = within_target(cols, target, p.unserved_chunks)
+        delays = [cols["end_s"][i] - cols["arrival_s"][i] for i in audio_rows(cols)]
+        interval = tuple(d * MS for d in quantile_interval(delays, 0.99)[:2]) if delays else None
         out.append(Probe(p.streams, quantile(compute, 0.99) * MS if compute else math.nan,
                          _scaled(v.p99_s, MS), v.slope, utilisation(cols), _peak_reading(cols), v.passed,
-                         v.unserved, quantile(compute, 0.5) * MS if compute else None))
+                         v.unserved, quantile(compute, 0.5) * MS if compute else None, interval))
     return out
 
 
@@ -220,7 +204,7 @@ def _capacity_row(runs: Sequence[Measurement]) -> CapacityRow:
              if lone and busiest and busiest.streams > 1 and busiest.compute_p50_ms else None)
     return CapacityRow(**base, capacity=statistics.median(found), probes=probes, budget=budget,
                        delay_p99_ms=None if at is None else at.delay_p99_ms, state_kb=_scaled(_median(states), 1 / KB),
-                       marginal_mb=_scaled(marginal, 1 / MB), lone_ratio=ratio)
+                       marginal_mb=_scaled(marginal, 1 / MB), lone_ratio=ratio, found=found)
 
 
 def _offline(runs: Sequence[Measurement]) -> Tuple[Optional[float], Optional[Tuple[float, float]]]:
@@ -262,4 +246,5 @@ def analyse(results: Results) -> StreamSummary:
     loads = [s.loads for s in out if s.loads]
     return StreamSummary(model=model, rules=from_json(StreamRules, dict(results.rules), "rules"),
                          machine=machine_facts(results.machine), settings=out,
-                         loads=(min(lo for lo, _ in loads), max(hi for _, hi in loads)) if loads else None)
+                         loads=(min(lo for lo, _ in loads), max(hi for _, hi in loads)) if loads else None,
+                         limits=stream_limits(results.records, out))

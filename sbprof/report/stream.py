@@ -12,6 +12,7 @@ from typing import Any, Collection, Dict, List, Optional, Union
 
 from sbprof.analysis.stream_criterion import BEHIND_SLOPE
 from sbprof.analysis.stream_summary import CapacityRow, LatencyRow, StreamSetting, StreamSummary
+from sbprof.report.limits import render_limits
 from sbprof.report.format import plural, sig3, status_text, table
 from sbprof.report.stream_plot import plot_file, render_stream_plots, setting_label
 
@@ -225,7 +226,7 @@ def _lone_note(s: StreamSetting) -> List[str]:
 
 def render_markdown(summary: StreamSummary, plots: Collection[str] = ()) -> str:
     """The report: capacity across settings beside the offline RTFx, then per setting the compute and pacing
-    tables, each with its definitions, and the plots (``plots``: the plot files rendered).
+    tables, each with its definitions, and the plots (``plots``: the plot files rendered); last, what limits this.
 
     Example
     -------
@@ -255,6 +256,7 @@ def render_markdown(summary: StreamSummary, plots: Collection[str] = ()) -> str:
         out += [f"![{kind}]({plot_file(kind, s)})" for kind in ("tradeoff", "cdf", "streams")
                 if plot_file(kind, s) in plots]
         out.append("")
+    out += [render_limits(summary.limits), ""]
     return "\n".join(out)
 
 

@@ -12,6 +12,7 @@ import io
 from typing import Any, Dict, List, Optional
 
 from sbprof.analysis.transducer import Agreement, BackendRow, ModeTable, SearchRow, Shapes, TransducerSummary
+from sbprof.report.limits import render_limits
 
 US = 1e6
 """Microseconds per second."""
@@ -131,7 +132,7 @@ def render_markdown(summary: TransducerSummary) -> str:
         out += _table(table)
     if summary.searches:
         out += _search_table(summary.searches)
-    out += ["Definitions:", "", DEFINITIONS, ""]
+    out += ["Definitions:", "", DEFINITIONS, "", render_limits(summary.limits), ""]
     return "\n".join(out)
 
 
