@@ -25,6 +25,8 @@ definitions, which the report prints beside its tables:
   the speech onset (the first 10 ms frame within 30 dB of the loudest);
 - final result: output of a session's last (flush) chunk minus the arrival of the utterance's last sample;
 - streaming RTF: compute / seconds of audio served; utilisation: compute / the session's length;
+- CPU cost: the process's CPU time during a full chunk's call / the chunk's seconds of audio (core-seconds per
+  second of audio), median over full chunks with a ~95 % interval (:func:`cpu_cost`);
 - state per stream: the bytes of a session's streaming-context tensors after its last chunk;
 - memory per added stream: the least-squares slope of the process's memory (the largest reading after a chunk)
   over stream counts (the capacity probes, or the cells of one chunk size and left context);
@@ -45,8 +47,8 @@ import math
 import statistics
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from sbprof.analysis.stream_criterion import (audio_rows, budget_margin, quantile_interval, utilisation,
-                                              within_target)
+from sbprof.analysis.stream_criterion import (audio_rows, budget_margin, median_interval, quantile_interval,
+                                              utilisation, within_target)
 from sbprof.analysis.stream_payload import payload
 from sbprof.analysis.stream_limits import stream_limits
 from sbprof.analysis.stream_sessions import cost_growth, session_times, split_delays
@@ -91,6 +93,19 @@ def marginal_bytes(points: Sequence[Tuple[int, float]]) -> Optional[float]:
     return sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
 
 
+def cpu_cost(chunks: Dict[str, List[Any]], chunk_samples: int, sample_rate: int) -> List[float]:
+    """Each full chunk's CPU time over its seconds of audio (chunks without a CPU time left out).
+
+    Example
+    -------
+    >>> cpu_cost({"samples": [100, 100, 50, 0], "cpu_s": [0.05, None, 0.02, 0.01]}, 100, 1000)
+    [0.5]
+    """
+    chunk_s = chunk_samples / sample_rate
+    cpu = chunks.get("cpu_s") or [None] * len(chunks["samples"])
+    return [c / chunk_s for n, c in zip(chunks["samples"], cpu) if n == chunk_samples and c is not None]
+
+
 def _peak_reading(chunks: Dict[str, List[Any]]) -> Optional[float]:
     readings = [v for v in chunks.get("memory_bytes", []) if v is not None]
     return max(readings) if readings else None
@@ -128,6 +143,7 @@ def _latency_row(runs: Sequence[Measurement]) -> LatencyRow:
         audio_s += sum(cols["samples"]) / rate
         audio_chunks += len(audio_rows(cols))
         tokens_total += sum(t for t in cols["tokens"] if t is not None)
+    costs = [c for _, p in ok for c in cpu_cost(p.chunks, samples, rate)]
     right = extra.right_context_samples
     chunk_s = samples / rate
     mem = [m.memory for m, _ in ok if m.memory is not None]
@@ -154,6 +170,7 @@ def _latency_row(runs: Sequence[Measurement]) -> LatencyRow:
         tokens_per_audio_s=tokens_total / audio_s if any_tokens and audio_s else None,
         growth=_median([cost_growth(p.chunks, m.wall_s, samples) for m, p in ok]),
         streaming_rtf=sum(compute) / audio_s if audio_s else None, utilisation=_median(utils),
+        cpu_cost=median_interval(costs) if costs else None,
         state_kb=_scaled(_median(states), 1 / KB), process_peak_mb=_scaled(peak, 1 / MB),
         memory_reading_bytes=_median([_peak_reading(p.chunks) for _, p in ok]),
         emission_ms={k: quantile(emission, q) * MS for k, q in (("p50", 0.5), ("p99", 0.99))} if emission else {},

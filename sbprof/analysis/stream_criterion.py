@@ -3,12 +3,13 @@
 From one session's per-chunk columns: the delay of the chunks that hold audio, its p99 and its growth
 (:func:`delay_slope`), the verdict against a delay target (:func:`within_target`, :class:`Verdict`), the
 server's busy share and the capacity it suggests, the worst-case compute budget (:func:`budget_margin`), and
-a distribution-free interval for a quantile of the chunks (:func:`quantile_interval`).
+distribution-free intervals for a quantile of the chunks (:func:`quantile_interval`, :func:`median_interval`).
 The definitions are in :mod:`sbprof.analysis.stream`.
 """
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -122,3 +123,16 @@ def quantile_interval(samples: Sequence[float], q: float, z: float = 1.96) -> Tu
     lo = max(1, int(math.floor(n * q - half)))
     hi = int(math.ceil(n * q + half)) + 1
     return xs[lo - 1], xs[min(hi, n) - 1], hi > n
+
+
+def median_interval(values: Sequence[float]) -> Tuple[float, float, float]:
+    """Median and a distribution-free ~95 % interval for it (order statistics, normal approximation to the
+    binomial; ``[min, max]`` when too few values bound it).
+
+    Example
+    -------
+    >>> median_interval(list(range(1, 101)))
+    (50.5, 40, 61)
+    """
+    low, high, _ = quantile_interval(values, 0.5)
+    return statistics.median(values), low, high

@@ -25,12 +25,11 @@ On cpu, 1 thread(s), chunk size 8, left context 2: the decoder takes 3.00x the e
 """
 from __future__ import annotations
 
-import statistics
 from dataclasses import replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from sbprof.analysis.limits import Figure, Limits, Verdict, decoder, limits, streams_per_machine
-from sbprof.analysis.stream_criterion import quantile_interval
+from sbprof.analysis.stream_criterion import median_interval
 from sbprof.analysis.stream_payload import Columns, payload
 from sbprof.analysis.stream_summary import CapacityRow, StreamSetting
 from sbprof.record import Measurement
@@ -40,19 +39,6 @@ Group = Tuple[str, int, int, int]
 
 NO_SPLIT = ("decoder: the chunks hold no encode/decode split (results written before it was recorded, or a model "
             "whose transcribe_chunk does not call encode_chunk and decode_chunk)")
-
-
-def median_interval(values: Sequence[float]) -> Tuple[float, float, float]:
-    """Median and a distribution-free ~95 % interval for it (order statistics, normal approximation to the
-    binomial; ``[min, max]`` when too few values bound it).
-
-    Example
-    -------
-    >>> median_interval(list(range(1, 101)))
-    (50.5, 40, 61)
-    """
-    low, high, _ = quantile_interval(values, 0.5)
-    return statistics.median(values), low, high
 
 
 def _where(group: Group) -> str:

@@ -44,6 +44,7 @@ class LatencyRow:
     tokens_per_audio_s: Optional[float] = None
     growth: Optional[float] = None
     streaming_rtf: Optional[float] = None
+    cpu_cost: Optional[Tuple[float, float, float]] = None  # core-s per s of audio: median, ~95 % interval
     utilisation: Optional[float] = None
     state_kb: Optional[float] = None
     process_peak_mb: Optional[float] = None

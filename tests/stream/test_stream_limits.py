@@ -129,3 +129,16 @@ def test_one_stream_missing_the_target_is_said_so():
     v = by_rule(summary)["streams per machine"]
     assert v.sentence == "Even one stream misses the 200 ms delay target on cpu, 1 thread(s): its p99 delay is 350 ms."
     assert summary.limits.verdicts[0] is v  # the most important
+
+
+def test_cpu_cost_reads_the_known_cpu_spin_per_second_of_audio_within_5_percent(encoder_bound, decoder_bound):
+    # Issue 34, on the same runs: 30 + 10 ms of CPU spun per 200 ms chunk = 0.2 core-s per s of audio, whatever
+    # the load (a CPU-time spin is the same CPU time however long it waits for a core).
+    for summary in (encoder_bound, decoder_bound):
+        (row,) = summary.settings[0].rows
+        median, low, high = row.cpu_cost
+        assert median == pytest.approx(0.040 / 0.2, rel=0.05) and median >= 0.2 * 0.999
+        assert low <= median <= high
+        text = render_markdown(summary)
+        assert "CPU cost (core-s/s) [interval]" in text and f"{median:.3f} [{low:.3f}, {high:.3f}]" in text
+        assert "**CPU cost**: core-seconds per second of audio" in text and "(OpenMP)" in text  # its definition
