@@ -1,6 +1,9 @@
 """A transducer benchmark's results analysed once: per batching mode and setting, the backends ranked.
 
-A backend is *ranked* only when it was measured and agreed with the
+On a CPU device each backend's CPU time per step (the process's, all its
+threads) stands beside its wall time: the job benchmarks a loss on shapes,
+with no seconds of audio, so the CPU cost is per step, not per second of
+audio. A backend is *ranked* only when it was measured and agreed with the
 reference; the others follow with the reason. A cell measured in several
 runs pools its runs' steps (the step-time statistics) and takes the median
 of their peaks. The renderers (:mod:`sbprof.report.transducer`) format the
@@ -72,7 +75,7 @@ def payload(m: Measurement) -> TransducerPayload:
 @dataclass(frozen=True)
 class BackendRow:
     """One backend's cell: the record that speaks for it (and its payload), its step times (pooled over runs), its
-    peak."""
+    peak, and on a CPU device its CPU time per step (mean and ~95 % interval, pooled over runs)."""
 
     record: Measurement
     payload: TransducerPayload
@@ -82,6 +85,7 @@ class BackendRow:
     ranked: bool
     steps: Optional[Stats]
     peak_mb: Optional[float]
+    cpu_step_s: Optional[Tuple[float, float, float]] = None
 
     @property
     def mode(self) -> str:
@@ -159,11 +163,13 @@ def _row(runs: Sequence[Measurement]) -> BackendRow:
     rep = representative(runs)
     peaks = [p for p in (_peak_mb(m) for m in ok) if p is not None]
     extra = payload(rep)
+    cpu = [c for m in ok for c in m.cpu_s] if rep.cell.device == "cpu" else []
     return BackendRow(record=rep, payload=extra, python=rep.settings.get("python"), torch=rep.settings.get("torch"),
                       runs=len(ok),
                       ranked=bool(ok) and extra.agreement is not None and extra.agreement.ok,
                       steps=summarise([s for m in ok for s in m.wall_s]) if ok else None,
-                      peak_mb=statistics.median(peaks) if peaks else None)
+                      peak_mb=statistics.median(peaks) if peaks else None,
+                      cpu_step_s=mean_interval(summarise(cpu)) if cpu else None)
 
 
 def analyse(results: Results) -> TransducerSummary:
