@@ -55,7 +55,7 @@ def chunk_columns(m: Measurement) -> List[Columns]:
 def decoder_limit(groups: Dict[Group, List[Columns]]) -> Tuple[List[Verdict], List[str]]:
     """The decoder verdict (where its share is largest) over configurations' per-chunk columns, and what could not
     be decided."""
-    fired: List[Tuple[Verdict, Group]] = []
+    fired: List[Verdict] = []
     undecided: List[str] = []
     split = 0
     for group, columns in sorted(groups.items()):
@@ -69,20 +69,20 @@ def decoder_limit(groups: Dict[Group, List[Columns]]) -> Tuple[List[Verdict], Li
         if verdict is None:
             continue
         if dec[1] <= enc[2]:
-            undecided.append(f"decoder on {_where(group)}: its median ({dec[0] * 1e3:.3g} ms) passes the encoder's "
-                             f"({enc[0] * 1e3:.3g} ms) but their intervals overlap over {len(pairs)} chunks")
+            undecided.append(f"decoder on {_where(group)}: the decoder's median ({dec[0] * 1e3:.3g} ms) passes the "
+                             f"encoder's ({enc[0] * 1e3:.3g} ms) but their intervals overlap over {len(pairs)} chunks")
             continue
         figures = [Figure("decode per chunk", dec[0], "s", dec[1], dec[2]),
                    Figure("encode per chunk", enc[0], "s", enc[1], enc[2]),
                    Figure("decode / encode", dec[0] / enc[0], "", dec[1] / enc[2], dec[2] / enc[1]),
                    Figure("chunks", len(pairs), "")]
-        fired.append((replace(verdict, sentence=f"On {_where(group)}: t{verdict.sentence[1:]}", figures=figures),
-                      group))
+        sentence = f"On {_where(group)}: {verdict.sentence[0].lower()}{verdict.sentence[1:]}"
+        fired.append(replace(verdict, sentence=sentence, figures=figures))
     if not split:
         return [], [NO_SPLIT] if groups else []
     if not fired:
         return [], undecided
-    best = max(fired, key=lambda vg: vg[0].weight)[0]
+    best = max(fired, key=lambda v: v.weight)
     if len(fired) > 1:
         best = replace(best, sentence=best.sentence[:-1] + f"; it passes the encoder in {len(fired)} of {split} "
                        "configurations.")
@@ -102,9 +102,10 @@ def capacity_limit(setting: StreamSetting, row: CapacityRow) -> Tuple[Optional[V
     figures = list(verdict.figures)
     if len(row.found) > 1:  # the range over runs
         figures[0] = replace(figures[0], low=min(row.found), high=max(row.found))
-    if delay is not None and at.delay_p99_interval_ms is not None:
-        low, high = at.delay_p99_interval_ms
-        figures[2] = replace(figures[2], low=low / 1e3, high=high / 1e3)
+    if delay is not None:  # named by the probe it comes from (the first run's), with its interval
+        low, high = at.delay_p99_interval_ms or (None, None)
+        figures[2] = replace(figures[2], name=f"p99 delay at {at.streams} stream(s)",
+                             low=None if low is None else low / 1e3, high=None if high is None else high / 1e3)
     return replace(verdict, figures=figures), None
 
 

@@ -142,3 +142,12 @@ def test_cpu_cost_reads_the_known_cpu_spin_per_second_of_audio_within_5_percent(
         text = render_markdown(summary)
         assert "CPU cost (core-s/s) [interval]" in text and f"{median:.3f} [{low:.3f}, {high:.3f}]" in text
         assert "**CPU cost**: core-seconds per second of audio" in text and "(OpenMP)" in text  # its definition
+
+
+def test_a_decoder_median_above_the_encoders_within_overlapping_intervals_is_not_decided():
+    from sbprof.analysis.stream_limits import decoder_limit
+
+    encode = [0.010, 0.012, 0.009, 0.011] * 5
+    cols = {"encode_s": encode, "decode_s": [e + 0.0005 for e in reversed(encode)]}  # a hair above: 5 % more
+    verdicts, undecided = decoder_limit({("cpu", 1, 8, 2): [cols]})
+    assert verdicts == [] and "intervals overlap over 20 chunks" in undecided[0]
