@@ -57,6 +57,13 @@ THRESHOLDS: Dict[str, Threshold] = {
                         "memory bounds batch x length"),
     "noise": Threshold(1.0, "differences under the noise floor", "between fresh processes, a difference smaller "
                        "than the machine's run-to-run spread is not evidence"),
+    # stream and transducer jobs (issue 33)
+    "streams per machine": Threshold(1.0, "p99 delay <= the delay target, the delay not growing and no chunk "
+                                     "unserved", "past the target a caller waits longer than was asked for; a "
+                                     "growing delay is a queue that never drains"),
+    "fastest backend": Threshold(0.95, "agrees with the reference, and its 95 % interval of the mean step lies "
+                                 "below every other agreeing backend's", "a backend that disagrees computes another "
+                                 "loss; backends whose intervals overlap are not ordered"),
 }
 """Every rule's threshold, with its reason (the README's table is written from this one)."""
 
@@ -246,3 +253,80 @@ def noise(floor: float, differences: Sequence[float], what: str) -> Optional[str
         return None
     return (f"the machine's noise floor ({floor * 100:.1f} %) hides differences under that size: {what} differ by "
             f"at most {max(abs(d) for d in differences) * 100:.1f} %")
+
+
+# -- stream and transducer jobs (issue 33) --------------------------------------------------------------------------
+
+def streams_per_machine(streams: float, target_s: float, delay_p99_s: Optional[float], where: str,
+                        utilisation: Optional[float] = None, at_limit: bool = False) -> Verdict:
+    """A capacity search's result: the streams one process serves within the delay target (``delay_p99_s``: the
+    p99 delay at that count, or at one stream when even one misses the target); ``where``: the setting searched.
+
+    Example
+    -------
+    >>> streams_per_machine(0, 0.2, 0.35, "cpu, 1 thread").sentence
+    'Even one stream misses the 200 ms delay target on cpu, 1 thread: its p99 delay is 350 ms.'
+    """
+    figures = [Figure("streams per machine", streams, ""), Figure("delay target", target_s, "s")]
+    if delay_p99_s is not None:
+        figures.append(Figure(f"p99 delay at {max(1, int(streams))} stream(s)", delay_p99_s, "s"))
+    if utilisation is not None:
+        figures.append(Figure("server busy share at capacity", utilisation, "share"))
+    if streams < 1:
+        delay = "" if delay_p99_s is None else f": its p99 delay is {_ms(delay_p99_s)}"
+        return Verdict("streams per machine", f"Even one stream misses the {_ms(target_s)} delay target on "
+                       f"{where}{delay}.", figures, _rule("streams per machine"),
+                       "a faster device, a lighter model or decoder, or a larger chunk with a longer target",
+                       weight=1.0)
+    count = f"at least {streams:g} streams (the search's limit)" if at_limit else f"{streams:g} stream(s)"
+    delay = "" if delay_p99_s is None else f" (p99 delay {_ms(delay_p99_s)})"
+    return Verdict("streams per machine", f"One process on {where} serves {count} within the {_ms(target_s)} delay "
+                   f"target{delay}.", figures, _rule("streams per machine"),
+                   "more processes if cores are idle; a larger chunk or a lighter decoder to fit more streams in one",
+                   weight=utilisation if utilisation is not None else 0.5)
+
+
+def fastest_backend(name: str, step_s: Tuple[float, float, float], where: str,
+                    runner_up: Optional[Tuple[str, Tuple[float, float, float]]] = None,
+                    faster_but_wrong: Sequence[str] = ()) -> Optional[Verdict]:
+    """The fastest backend among those that agree with the reference, each step time ``(mean, low, high)``;
+    ``None`` when the runner-up's interval overlaps (they are not ordered). ``faster_but_wrong``: backends that
+    were faster but disagree (named, never as the fastest).
+
+    Example
+    -------
+    >>> fastest_backend("a", (1e-3, 0.9e-3, 1.1e-3), "fixed batch 4", ("b", (2e-3, 1.9e-3, 2.1e-3))).sentence
+    'a is the fastest backend that agrees with the reference at fixed batch 4: 1.00 ms a step, 2.00x faster than b.'
+    """
+    figures = [Figure(f"{name} step", step_s[0], "s", step_s[1], step_s[2])]
+    if runner_up is None:
+        text = f"{name} is the only backend that agrees with the reference at {where}: {_ms(step_s[0])} a step"
+        weight = 0.0
+    else:
+        other, (mean, low, high) = runner_up
+        if low <= step_s[2]:
+            return None
+        figures.append(Figure(f"{other} step", mean, "s", low, high))
+        text = (f"{name} is the fastest backend that agrees with the reference at {where}: {_ms(step_s[0])} a step, "
+                f"{_num(mean / step_s[0])}x faster than {other}")
+        weight = 1 - step_s[0] / mean
+    if faster_but_wrong:
+        text += f" ({', '.join(faster_but_wrong)} ran faster but disagree{'s' if len(faster_but_wrong) == 1 else ''})"
+    return Verdict("fastest backend", text + ".", figures, _rule("fastest backend"),
+                   f"train with {name} at these shapes", weight=weight)
+
+
+def out_of_memory(name: str, size: str, fitted: Sequence[str]) -> Verdict:
+    """The backend that runs out of memory first: ``name`` at ``size`` (e.g. ``batch size 8``), where the backends
+    ``fitted`` did not.
+
+    Example
+    -------
+    >>> out_of_memory("a", "batch size 8", ["b"]).sentence
+    'a runs out of memory first, at batch size 8 (b fit there).'
+    """
+    others = f" ({', '.join(fitted)} fit there)" if fitted else ""
+    return Verdict("memory", f"{name} runs out of memory first, at {size}{others}.",
+                   [Figure("backends out of memory there", 1, ""), Figure("backends that fit there", len(fitted), "")],
+                   _rule("memory"), f"a smaller batch or max_frames for {name}, or a backend that fits"
+                   + (f" ({fitted[0]})" if fitted else ""), weight=1.0)

@@ -25,6 +25,8 @@ definitions, which the report prints beside its tables:
   the speech onset (the first 10 ms frame within 30 dB of the loudest);
 - final result: output of a session's last (flush) chunk minus the arrival of the utterance's last sample;
 - streaming RTF: compute / seconds of audio served; utilisation: compute / the session's length;
+- CPU cost: the process's CPU time during a full chunk's call / the chunk's seconds of audio (core-seconds per
+  second of audio), median over full chunks with a ~95 % interval (:func:`cpu_cost`);
 - state per stream: the bytes of a session's streaming-context tensors after its last chunk;
 - memory per added stream: the least-squares slope of the process's memory (the largest reading after a chunk)
   over stream counts (the capacity probes, or the cells of one chunk size and left context);
@@ -45,8 +47,10 @@ import math
 import statistics
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from sbprof.analysis.stream_criterion import audio_rows, budget_margin, utilisation, within_target
+from sbprof.analysis.stream_criterion import (audio_rows, budget_margin, median_interval, quantile_interval,
+                                              utilisation, within_target)
 from sbprof.analysis.stream_payload import payload
+from sbprof.analysis.stream_limits import stream_limits
 from sbprof.analysis.stream_sessions import cost_growth, session_times, split_delays
 from sbprof.analysis.machine_facts import machine_facts
 from sbprof.analysis.stream_summary import CapacityRow, LatencyRow, Probe, StreamRules, StreamSetting, StreamSummary
@@ -74,26 +78,6 @@ def _scaled(value: Optional[float], factor: float) -> Optional[float]:
     return None if value is None else value * factor
 
 
-def quantile_interval(samples: Sequence[float], q: float, z: float = 1.96) -> Tuple[float, float, bool]:
-    """A distribution-free ~95 % interval for the ``q`` quantile from order statistics (normal approximation to
-    the binomial): ``(low, high, open)``; ``open`` when too few samples bound it above (``high`` is then the
-    largest sample, and the true quantile may lie beyond).
-
-    Example
-    -------
-    >>> quantile_interval(list(range(1, 1001)), 0.99)
-    (983, 998, False)
-    >>> quantile_interval(list(range(1, 42)), 0.99)
-    (39, 41, True)
-    """
-    xs = sorted(samples)
-    n = len(xs)
-    half = z * math.sqrt(n * q * (1 - q))
-    lo = max(1, int(math.floor(n * q - half)))
-    hi = int(math.ceil(n * q + half)) + 1
-    return xs[lo - 1], xs[min(hi, n) - 1], hi > n
-
-
 def marginal_bytes(points: Sequence[Tuple[int, float]]) -> Optional[float]:
     """Least-squares slope of process memory (bytes) over stream counts; ``None`` with fewer than 2 counts.
 
@@ -107,6 +91,19 @@ def marginal_bytes(points: Sequence[Tuple[int, float]]) -> Optional[float]:
     n = len(points)
     mx, my = sum(p[0] for p in points) / n, sum(p[1] for p in points) / n
     return sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
+
+
+def cpu_cost(chunks: Dict[str, List[Any]], chunk_samples: int, sample_rate: int) -> List[float]:
+    """Each full chunk's CPU time over its seconds of audio (chunks without a CPU time left out).
+
+    Example
+    -------
+    >>> cpu_cost({"samples": [100, 100, 50, 0], "cpu_s": [0.05, None, 0.02, 0.01]}, 100, 1000)
+    [0.5]
+    """
+    chunk_s = chunk_samples / sample_rate
+    cpu = chunks.get("cpu_s") or [None] * len(chunks["samples"])
+    return [c / chunk_s for n, c in zip(chunks["samples"], cpu) if n == chunk_samples and c is not None]
 
 
 def _peak_reading(chunks: Dict[str, List[Any]]) -> Optional[float]:
@@ -146,6 +143,7 @@ def _latency_row(runs: Sequence[Measurement]) -> LatencyRow:
         audio_s += sum(cols["samples"]) / rate
         audio_chunks += len(audio_rows(cols))
         tokens_total += sum(t for t in cols["tokens"] if t is not None)
+    costs = [c for _, p in ok for c in cpu_cost(p.chunks, samples, rate)]
     right = extra.right_context_samples
     chunk_s = samples / rate
     mem = [m.memory for m, _ in ok if m.memory is not None]
@@ -172,6 +170,7 @@ def _latency_row(runs: Sequence[Measurement]) -> LatencyRow:
         tokens_per_audio_s=tokens_total / audio_s if any_tokens and audio_s else None,
         growth=_median([cost_growth(p.chunks, m.wall_s, samples) for m, p in ok]),
         streaming_rtf=sum(compute) / audio_s if audio_s else None, utilisation=_median(utils),
+        cpu_cost=median_interval(costs) if costs else None,
         state_kb=_scaled(_median(states), 1 / KB), process_peak_mb=_scaled(peak, 1 / MB),
         memory_reading_bytes=_median([_peak_reading(p.chunks) for _, p in ok]),
         emission_ms={k: quantile(emission, q) * MS for k, q in (("p50", 0.5), ("p99", 0.99))} if emission else {},
@@ -189,9 +188,11 @@ def probes_of(m: Measurement) -> List[Probe]:
         cols = p.chunks
         compute = [e - s for s, e in zip(cols["start_s"], cols["end_s"])]
         v = within_target(cols, target, p.unserved_chunks)
+        delays = [cols["end_s"][i] - cols["arrival_s"][i] for i in audio_rows(cols)]
+        interval = tuple(d * MS for d in quantile_interval(delays, 0.99)[:2]) if delays else None
         out.append(Probe(p.streams, quantile(compute, 0.99) * MS if compute else math.nan,
                          _scaled(v.p99_s, MS), v.slope, utilisation(cols), _peak_reading(cols), v.passed,
-                         v.unserved, quantile(compute, 0.5) * MS if compute else None))
+                         v.unserved, quantile(compute, 0.5) * MS if compute else None, interval))
     return out
 
 
@@ -220,7 +221,7 @@ def _capacity_row(runs: Sequence[Measurement]) -> CapacityRow:
              if lone and busiest and busiest.streams > 1 and busiest.compute_p50_ms else None)
     return CapacityRow(**base, capacity=statistics.median(found), probes=probes, budget=budget,
                        delay_p99_ms=None if at is None else at.delay_p99_ms, state_kb=_scaled(_median(states), 1 / KB),
-                       marginal_mb=_scaled(marginal, 1 / MB), lone_ratio=ratio)
+                       marginal_mb=_scaled(marginal, 1 / MB), lone_ratio=ratio, found=found)
 
 
 def _offline(runs: Sequence[Measurement]) -> Tuple[Optional[float], Optional[Tuple[float, float]]]:
@@ -262,4 +263,5 @@ def analyse(results: Results) -> StreamSummary:
     loads = [s.loads for s in out if s.loads]
     return StreamSummary(model=model, rules=from_json(StreamRules, dict(results.rules), "rules"),
                          machine=machine_facts(results.machine), settings=out,
-                         loads=(min(lo for lo, _ in loads), max(hi for _, hi in loads)) if loads else None)
+                         loads=(min(lo for lo, _ in loads), max(hi for _, hi in loads)) if loads else None,
+                         limits=stream_limits(results.records, out))

@@ -2,14 +2,16 @@
 
 From one session's per-chunk columns: the delay of the chunks that hold audio, its p99 and its growth
 (:func:`delay_slope`), the verdict against a delay target (:func:`within_target`, :class:`Verdict`), the
-server's busy share and the capacity it suggests, and the worst-case compute budget (:func:`budget_margin`).
+server's busy share and the capacity it suggests, the worst-case compute budget (:func:`budget_margin`), and
+distribution-free intervals for a quantile of the chunks (:func:`quantile_interval`, :func:`median_interval`).
 The definitions are in :mod:`sbprof.analysis.stream`.
 """
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from sbprof.base.stats import quantile
 
@@ -101,3 +103,36 @@ def capacity_estimate(chunks: Dict[str, List[Any]], streams: int) -> Optional[in
     """``floor(streams / utilisation)``: the stream count that would keep the server busy all the time."""
     u = utilisation(chunks)
     return None if not u else int(math.floor(streams / u))
+
+
+def quantile_interval(samples: Sequence[float], q: float, z: float = 1.96) -> Tuple[float, float, bool]:
+    """A distribution-free ~95 % interval for the ``q`` quantile from order statistics (normal approximation to
+    the binomial): ``(low, high, open)``; ``open`` when too few samples bound it above (``high`` is then the
+    largest sample, and the true quantile may lie beyond).
+
+    Example
+    -------
+    >>> quantile_interval(list(range(1, 1001)), 0.99)
+    (983, 998, False)
+    >>> quantile_interval(list(range(1, 42)), 0.99)
+    (39, 41, True)
+    """
+    xs = sorted(samples)
+    n = len(xs)
+    half = z * math.sqrt(n * q * (1 - q))
+    lo = max(1, int(math.floor(n * q - half)))
+    hi = int(math.ceil(n * q + half)) + 1
+    return xs[lo - 1], xs[min(hi, n) - 1], hi > n
+
+
+def median_interval(values: Sequence[float]) -> Tuple[float, float, float]:
+    """Median and a distribution-free ~95 % interval for it (order statistics, normal approximation to the
+    binomial; ``[min, max]`` when too few values bound it).
+
+    Example
+    -------
+    >>> median_interval(list(range(1, 101)))
+    (50.5, 40, 61)
+    """
+    low, high, _ = quantile_interval(values, 0.5)
+    return statistics.median(values), low, high

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from sbprof.analysis.limits import Limits
 from sbprof.analysis.machine_facts import MachineFacts
 from sbprof.analysis.stream_criterion import BEHIND_SLOPE
 from sbprof.record import Measurement
@@ -43,6 +44,7 @@ class LatencyRow:
     tokens_per_audio_s: Optional[float] = None
     growth: Optional[float] = None
     streaming_rtf: Optional[float] = None
+    cpu_cost: Optional[Tuple[float, float, float]] = None  # core-s per s of audio: median, ~95 % interval
     utilisation: Optional[float] = None
     state_kb: Optional[float] = None
     process_peak_mb: Optional[float] = None
@@ -57,7 +59,8 @@ class LatencyRow:
 @dataclass(frozen=True)
 class Probe:
     """One capacity probe: ``streams`` served at once; its p99 compute and delay (ms), delay growth (s/s),
-    utilisation, largest memory reading (bytes), whether it passed, and the chunks left unserved."""
+    utilisation, largest memory reading (bytes), whether it passed, the chunks left unserved, its p50 compute and
+    a ~95 % order-statistics interval of its p99 delay (ms)."""
 
     streams: int
     p99_ms: float
@@ -68,6 +71,7 @@ class Probe:
     passed: bool
     unserved: int = 0
     compute_p50_ms: Optional[float] = None
+    delay_p99_interval_ms: Optional[Tuple[float, float]] = None
 
     @property
     def behind(self) -> bool:
@@ -76,8 +80,8 @@ class Probe:
 
 @dataclass(frozen=True)
 class CapacityRow:
-    """A capacity search: the streams per machine within the delay target (median over runs), the probes of its
-    first run, the worst-case compute budget, state and memory per added stream."""
+    """A capacity search: the streams per machine within the delay target (median over runs; ``found``: each
+    run's), the probes of its first run, the worst-case compute budget, state and memory per added stream."""
 
     record: Measurement
     chunk_size: int
@@ -94,6 +98,7 @@ class CapacityRow:
     state_kb: Optional[float] = None
     marginal_mb: Optional[float] = None
     lone_ratio: Optional[float] = None
+    found: List[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -141,3 +146,4 @@ class StreamSummary:
     machine: Optional[MachineFacts]
     settings: List[StreamSetting]
     loads: Optional[Tuple[float, float]] = None  # the lowest and highest 1-minute load over every setting
+    limits: Limits = field(default_factory=Limits)  # what limits this model here (sbprof.analysis.stream_limits)

@@ -12,7 +12,8 @@ from sbprof.base.errors import ConfigError
 from sbprof.record import Measurement
 
 CHUNK_COLUMNS = ("stream", "index", "samples", "arrival_s", "start_s", "end_s", "tokens", "memory_bytes")
-"""The per-chunk columns every stream record keeps (``cpu_s`` and ``waited_s`` too since they were added)."""
+"""The per-chunk columns every stream record keeps (``cpu_s``, ``waited_s``, ``encode_s`` and ``decode_s`` too
+since they were added)."""
 
 
 def _bad(m: Measurement, where: str, what: str) -> ConfigError:
@@ -45,7 +46,7 @@ def _check_columns(m: Measurement, chunks: Any, where: str) -> None:
             raise _bad(m, f"{where}.{name}", "must hold finite numbers of seconds")
     if any(e < s for s, e in zip(chunks["start_s"], chunks["end_s"])):
         raise _bad(m, f"{where}.end_s", "holds a chunk that ends before it starts")
-    for name in ("tokens", "memory_bytes", "cpu_s", "waited_s"):
+    for name in ("tokens", "memory_bytes", "cpu_s", "waited_s", "encode_s", "decode_s"):
         if name in chunks and not all(v is None or (_is_number(v) and v >= 0) for v in chunks[name]):
             raise _bad(m, f"{where}.{name}", "must hold null or numbers >= 0")
 

@@ -1,6 +1,9 @@
 """A transducer benchmark's results analysed once: per batching mode and setting, the backends ranked.
 
-A backend is *ranked* only when it was measured and agreed with the
+On a CPU device each backend's CPU time per step (the process's, all its
+threads) stands beside its wall time: the job benchmarks a loss on shapes,
+with no seconds of audio, so the CPU cost is per step, not per second of
+audio. A backend is *ranked* only when it was measured and agreed with the
 reference; the others follow with the reason. A cell measured in several
 runs pools its runs' steps (the step-time statistics) and takes the median
 of their peaks. The renderers (:mod:`sbprof.report.transducer`) format the
@@ -12,6 +15,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from sbprof.analysis.limits import Limits, Verdict, fastest_backend, limits, out_of_memory
 from sbprof.base.errors import ConfigError
 from sbprof.record import Measurement
 from sbprof.record.codec import Codec, from_json
@@ -71,7 +75,7 @@ def payload(m: Measurement) -> TransducerPayload:
 @dataclass(frozen=True)
 class BackendRow:
     """One backend's cell: the record that speaks for it (and its payload), its step times (pooled over runs), its
-    peak."""
+    peak, and on a CPU device its CPU time per step (mean and ~95 % interval, pooled over runs)."""
 
     record: Measurement
     payload: TransducerPayload
@@ -81,6 +85,7 @@ class BackendRow:
     ranked: bool
     steps: Optional[Stats]
     peak_mb: Optional[float]
+    cpu_step_s: Optional[Tuple[float, float, float]] = None
 
     @property
     def mode(self) -> str:
@@ -139,6 +144,7 @@ class TransducerSummary:
     tables: List[ModeTable]
     searches: List[SearchRow]
     rows: List[BackendRow]
+    limits: Limits = field(default_factory=Limits)  # what limits this here: see transducer_limits
 
 
 def mode_of(m: Measurement) -> str:
@@ -157,11 +163,13 @@ def _row(runs: Sequence[Measurement]) -> BackendRow:
     rep = representative(runs)
     peaks = [p for p in (_peak_mb(m) for m in ok) if p is not None]
     extra = payload(rep)
+    cpu = [c for m in ok for c in m.cpu_s] if rep.cell.device == "cpu" else []
     return BackendRow(record=rep, payload=extra, python=rep.settings.get("python"), torch=rep.settings.get("torch"),
                       runs=len(ok),
                       ranked=bool(ok) and extra.agreement is not None and extra.agreement.ok,
                       steps=summarise([s for m in ok for s in m.wall_s]) if ok else None,
-                      peak_mb=statistics.median(peaks) if peaks else None)
+                      peak_mb=statistics.median(peaks) if peaks else None,
+                      cpu_step_s=mean_interval(summarise(cpu)) if cpu else None)
 
 
 def analyse(results: Results) -> TransducerSummary:
@@ -187,14 +195,15 @@ def analyse(results: Results) -> TransducerSummary:
         # The load counts the measuring worker's own threads: only beyond them did others compete.
         busy = list(dict.fromkeys(m.label for m, load in timed if load > m.cell.threads))
         loads = (min(values), max(values), busy)
+    mode_tables = [ModeTable(mode, size, device, threads,
+                             sorted((r for r in group if r.ranked), key=lambda r: r.steps.mean)
+                             + [r for r in group if not r.ranked],
+                             next((r.payload.padding for r in group if r.payload.padding), None))
+                   for (mode, size, device, threads), group in tables.items()]
     return TransducerSummary(
         rules=from_json(TransducerRules, dict(results.rules), "rules") if results.rules else None, loads=loads,
-        tables=[ModeTable(mode, size, device, threads,
-                          sorted((r for r in group if r.ranked), key=lambda r: r.steps.mean)
-                          + [r for r in group if not r.ranked],
-                          next((r.payload.padding for r in group if r.payload.padding), None))
-                for (mode, size, device, threads), group in tables.items()],
-        searches=[_search_row(r) for r in rows if mode_of(r.record) == "search"], rows=rows)
+        tables=mode_tables, searches=[_search_row(r) for r in rows if mode_of(r.record) == "search"], rows=rows,
+        limits=transducer_limits(mode_tables))
 
 
 def _search_row(row: BackendRow) -> SearchRow:
@@ -202,3 +211,54 @@ def _search_row(row: BackendRow) -> SearchRow:
     budget = row.record.cell.params.get("budget_bytes")
     return SearchRow(record=row.record, payload=found, budget_mb=None if budget is None else budget / MB,
                      probes_mb=[(v, None if p is None else p / MB) for v, p, _ in found.probes])
+
+
+# -- what limits this (issue 33) -----------------------------------------------------------------------------------
+
+Z95 = 1.96
+"""A mean step's ~95 % interval: mean +- Z95 x standard error (normal approximation over the measured steps)."""
+
+
+def mean_interval(steps: Stats) -> Tuple[float, float, float]:
+    """A mean step time and its ~95 % interval.
+
+    Example
+    -------
+    >>> from sbprof.base.stats import summarise
+    >>> [round(x, 3) for x in mean_interval(summarise([1.0, 2.0, 3.0]))]
+    [2.0, 0.868, 3.132]
+    """
+    half = Z95 * steps.stdev / steps.count ** 0.5
+    return steps.mean, steps.mean - half, steps.mean + half
+
+
+def _where(table: ModeTable) -> str:
+    size = f"batch size {table.size}" if table.mode == "fixed" else f"max frames {table.size}"
+    return f"{size}, {table.device}, {table.threads} thread(s)"
+
+
+def transducer_limits(tables: Sequence[ModeTable]) -> Limits:
+    """Per table, the fastest backend that agrees with the reference (a backend that disagrees is never named
+    fastest; one that ran faster is named beside it), and the backend that runs out of memory at the smallest
+    size, with the backends that fit there."""
+    candidates: List[Optional[Verdict]] = []
+    undecided: List[str] = []
+    for table in tables:
+        ranked = [r for r in table.rows if r.ranked]
+        if not ranked:
+            undecided.append(f"fastest backend at {_where(table)}: no backend passed the correctness check")
+            continue
+        best = mean_interval(ranked[0].steps)
+        wrong = [r.record.label for r in table.rows if not r.ranked and r.steps is not None and r.steps.mean < best[0]]
+        runner_up = (ranked[1].record.label, mean_interval(ranked[1].steps)) if len(ranked) > 1 else None
+        verdict = fastest_backend(ranked[0].record.label, best, _where(table), runner_up, wrong)
+        if verdict is None:
+            undecided.append(f"fastest backend at {_where(table)}: {ranked[0].record.label} and "
+                             f"{ranked[1].record.label}'s step-time intervals overlap")
+        candidates.append(verdict)
+    ooms = [(t.size or 0, t, r) for t in tables for r in t.rows if r.record.status == "oom"]
+    if ooms:
+        _, table, row = min(ooms, key=lambda x: x[0])
+        candidates.append(out_of_memory(row.record.label, _where(table),
+                                        [r.record.label for r in table.rows if r.steps is not None]))
+    return limits(candidates, undecided)

@@ -12,6 +12,7 @@ from typing import Any, Collection, Dict, List, Optional, Union
 
 from sbprof.analysis.stream_criterion import BEHIND_SLOPE
 from sbprof.analysis.stream_summary import CapacityRow, LatencyRow, StreamSetting, StreamSummary
+from sbprof.report.limits import render_limits
 from sbprof.report.format import plural, sig3, status_text, table
 from sbprof.report.stream_plot import plot_file, render_stream_plots, setting_label
 
@@ -49,6 +50,12 @@ COMPUTE_DEFINITIONS = """\
   to bound it above; the largest chunk is shown).
 - **streaming RTF**: chunk compute / seconds of audio served (compute per second of speech);
   **utilisation**: chunk compute / the session's length (the server's busy share).
+- **CPU cost**: core-seconds per second of audio: the process's CPU time (user + system, all its threads) during
+  one full chunk's `transcribe_chunk` call / the chunk's seconds of audio; median over full chunks, with a
+  distribution-free ~95 % interval. What a CPU costs to serve this model, independent of waiting for a core (a
+  call that waited for one reads the same). With several threads it includes threads that spin while waiting
+  (OpenMP), so it can exceed the busy share of one core; on CUDA it is the host's CPU, its wait for the GPU
+  included.
 - **tokens/chunk**: tokens emitted (flush chunks' included) per chunk holding audio: a mean; **tokens/s**: per
   second of audio.
 - **cost growth**: median compute of the last third of full chunks along the utterance over that of the first
@@ -109,9 +116,16 @@ def _interval(r: LatencyRow) -> str:
     return f"{sig3(lo)}-{sig3(hi)}{'+' if open_ else ''}"
 
 
+def _cpu_cost(r: LatencyRow) -> str:
+    if r.cpu_cost is None:
+        return "n/a"
+    median, low, high = r.cpu_cost
+    return f"{median:.3f} [{low:.3f}, {high:.3f}]"
+
+
 def compute_table(rows: List[LatencyRow]) -> str:
     headers = ["chunk", "left context", "streams", "chunks", "p50", "p90", "p99", "max (ms)", "p99 interval (ms)",
-               "streaming RTF", "utilisation", "tokens/chunk", "tokens/s", "cost growth", "compute budget"]
+               "streaming RTF", "CPU cost (core-s/s) [interval]", "utilisation", "tokens/chunk", "tokens/s", "cost growth", "compute budget"]
     out = []
     for r in rows:
         if not r.compute_ms:
@@ -121,7 +135,7 @@ def compute_table(rows: List[LatencyRow]) -> str:
         served = str(r.chunks) + (f" (stopped, {r.unserved} unserved)" if r.unserved else "")
         out.append([_chunk(r), _left(r.left_context), str(r.streams), served]
                    + [sig3(c[k]) for k in ("p50", "p90", "p99", "max")]
-                   + [_interval(r), "n/a" if r.streaming_rtf is None else f"{r.streaming_rtf:.3f}",
+                   + [_interval(r), "n/a" if r.streaming_rtf is None else f"{r.streaming_rtf:.3f}", _cpu_cost(r),
                       "n/a" if r.utilisation is None else f"{r.utilisation:.2f}",
                       "n/a" if r.tokens_per_chunk is None else f"{r.tokens_per_chunk:.2f}",
                       "n/a" if r.tokens_per_audio_s is None else sig3(r.tokens_per_audio_s),
@@ -225,7 +239,7 @@ def _lone_note(s: StreamSetting) -> List[str]:
 
 def render_markdown(summary: StreamSummary, plots: Collection[str] = ()) -> str:
     """The report: capacity across settings beside the offline RTFx, then per setting the compute and pacing
-    tables, each with its definitions, and the plots (``plots``: the plot files rendered).
+    tables, each with its definitions, and the plots (``plots``: the plot files rendered); last, what limits this.
 
     Example
     -------
@@ -255,6 +269,7 @@ def render_markdown(summary: StreamSummary, plots: Collection[str] = ()) -> str:
         out += [f"![{kind}]({plot_file(kind, s)})" for kind in ("tradeoff", "cdf", "streams")
                 if plot_file(kind, s) in plots]
         out.append("")
+    out += [render_limits(summary.limits), ""]
     return "\n".join(out)
 
 
@@ -262,7 +277,8 @@ CSV_FIELDS = ("kind", "device", "threads", "chunk_size", "chunk_ms", "left_conte
               "status", "runs", "chunks", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "max_ms", "p99_low_ms",
               "p99_high_ms", "compute_budget", "algorithmic_ms", "delay_p50_ms", "delay_p99_ms", "end_delay_p99_ms",
               "delay_growth_ms_per_s", "behind", "first_token_ms", "final_ms", "tokens_per_chunk",
-              "tokens_per_audio_s", "cost_growth", "streaming_rtf", "utilisation", "state_kb", "process_peak_mb",
+              "tokens_per_audio_s", "cost_growth", "streaming_rtf", "cpu_cost", "cpu_cost_low", "cpu_cost_high",
+              "utilisation", "state_kb", "process_peak_mb",
               "emission_p50_ms", "emission_p99_ms", "delay_target_ms", "streams_per_machine",
               "delay_p99_at_capacity_ms", "worst_case_budget_streams", "memory_per_added_stream_mb",
               "offline_rtfx", "offline_rtfx_min", "offline_rtfx_max", "message")
@@ -289,6 +305,7 @@ def render_csv(summary: StreamSummary) -> str:
                        behind=r.behind if r.delay_ms else None, first_token_ms=r.first_token_ms, final_ms=r.final_ms,
                        tokens_per_chunk=r.tokens_per_chunk, tokens_per_audio_s=r.tokens_per_audio_s,
                        cost_growth=r.growth, streaming_rtf=r.streaming_rtf, utilisation=r.utilisation,
+                       **dict(zip(("cpu_cost", "cpu_cost_low", "cpu_cost_high"), r.cpu_cost or ())),  # core-s/s
                        state_kb=r.state_kb, process_peak_mb=r.process_peak_mb,
                        emission_p50_ms=r.emission_ms.get("p50"), emission_p99_ms=r.emission_ms.get("p99"))
             writer.writerow(row)

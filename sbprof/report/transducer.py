@@ -12,6 +12,7 @@ import io
 from typing import Any, Dict, List, Optional
 
 from sbprof.analysis.transducer import Agreement, BackendRow, ModeTable, SearchRow, Shapes, TransducerSummary
+from sbprof.report.limits import render_limits
 
 US = 1e6
 """Microseconds per second."""
@@ -26,6 +27,11 @@ DEFINITIONS = """\
   inputs are made before the clock starts. Each step takes the next batch,
   so the spread also reflects the batches' shapes.
 - **median [q1, q3]**: median and quartiles of the same step times (µs).
+- **CPU per step [interval]**: what a CPU costs to run this step, independent of waiting for a core: the
+  process's CPU time (user + system, all its threads) during one measured step, mean with a ~95 % interval
+  (mean +- 1.96 standard errors), in core-µs; on CPU devices only. Per step, not per second of audio: the
+  benchmark runs a loss on shapes, with no audio behind them. With several threads it includes threads that
+  spin while waiting (OpenMP), so it can exceed the wall time x 1 core.
 - **peak memory**: what the active steps add (MB = 10^6 bytes): on CUDA the
   caching allocator's peak minus its allocation before them; on CPU the
   process's resident high-water mark minus its resident size before them,
@@ -51,6 +57,13 @@ def _runtime(row: BackendRow) -> str:
     return f"{row.python} / {row.torch}" if row.python and row.torch else ""
 
 
+def _cpu(row: BackendRow) -> str:
+    if row.cpu_step_s is None:
+        return "n/a (GPU)" if row.record.cell.device != "cpu" else "n/a"
+    mean, low, high = (x * US for x in row.cpu_step_s)
+    return f"{mean:,.0f} [{low:,.0f}, {high:,.0f}]"
+
+
 def _row(row: BackendRow) -> List[str]:
     m = row.record
     agreement = _agreement_text(row.payload.agreement)
@@ -59,12 +72,12 @@ def _row(row: BackendRow) -> List[str]:
         note = "" if row.ranked else "not ranked"
         runs = f" ({row.runs} runs)" if row.runs > 1 else ""
         return [m.label, f"{s.mean * US:,.0f}{runs}", f"{s.median * US:,.0f} [{s.q1 * US:,.0f}, {s.q3 * US:,.0f}]",
-                "n/a" if row.peak_mb is None else f"{row.peak_mb:,.0f}", agreement, _runtime(row), note]
+                _cpu(row), "n/a" if row.peak_mb is None else f"{row.peak_mb:,.0f}", agreement, _runtime(row), note]
     note = m.message.replace("|", "/")
     if row.payload.not_installed:
         note = f"{note}; install: {row.payload.install_hint}"
     status = {"skipped": "skipped", "oom": "OOM", "error": "error"}.get(m.status, m.status)
-    return [m.label, status, "", "", agreement, _runtime(row), note]
+    return [m.label, status, "", "", "", agreement, _runtime(row), note]
 
 
 def _header(summary: TransducerSummary) -> List[str]:
@@ -99,7 +112,8 @@ def _search_table(searches: List[SearchRow]) -> List[str]:
 
 
 def _table(table: ModeTable) -> List[str]:
-    header = ["backend", "average step time (µs)", "median [q1, q3] (µs)", "peak memory (MB)", "agreement",
+    header = ["backend", "average step time (µs)", "median [q1, q3] (µs)", "CPU per step [interval] (core-µs)",
+              "peak memory (MB)", "agreement",
               "python / torch", "note"]
     out = [f"## {MODE_TITLES.get(table.mode, table.mode)} ({'batch size' if table.mode == 'fixed' else 'max frames'} "
            f"{table.size}); `{table.device}`, {table.threads} thread(s)", ""]
@@ -131,13 +145,14 @@ def render_markdown(summary: TransducerSummary) -> str:
         out += _table(table)
     if summary.searches:
         out += _search_table(summary.searches)
-    out += ["Definitions:", "", DEFINITIONS, ""]
+    out += ["Definitions:", "", DEFINITIONS, "", render_limits(summary.limits), ""]
     return "\n".join(out)
 
 
 CSV_FIELDS = ("backend", "mode", "batch_size", "max_frames", "device", "threads", "status", "runs", "mean_step_us",
-              "median_step_us", "q1_step_us", "q3_step_us", "steps", "peak_mb", "agreement_ok",
-              "max_loss_rel_diff", "max_grad_abs_diff", "python", "torch", "message")
+              "median_step_us", "q1_step_us", "q3_step_us", "cpu_step_us", "cpu_step_low_us", "cpu_step_high_us",
+              "steps", "peak_mb", "agreement_ok", "max_loss_rel_diff", "max_grad_abs_diff", "python", "torch",
+              "message")
 
 
 def render_csv(summary: TransducerSummary) -> str:
@@ -159,6 +174,8 @@ def render_csv(summary: TransducerSummary) -> str:
             s = r.steps
             row.update(mean_step_us=s.mean * US, median_step_us=s.median * US, q1_step_us=s.q1 * US,
                        q3_step_us=s.q3 * US)
+        if r.cpu_step_s is not None:
+            row.update(zip(("cpu_step_us", "cpu_step_low_us", "cpu_step_high_us"), (x * US for x in r.cpu_step_s)))
         writer.writerow(row)
     return buf.getvalue()
 

@@ -45,7 +45,7 @@ import math
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 TRAFFIC = ("spread", "poisson", "aligned")
 """The session layouts :func:`schedule` knows (see the module docstring)."""
@@ -148,12 +148,14 @@ class Served:
     waited_s: List[Optional[float]] = field(default_factory=list)
     tokens: List[Optional[int]] = field(default_factory=list)
     memory_bytes: List[Optional[int]] = field(default_factory=list)
+    encode_s: List[Optional[float]] = field(default_factory=list)
+    decode_s: List[Optional[float]] = field(default_factory=list)
     texts: Dict[int, str] = field(default_factory=dict)
     state_bytes: Dict[int, int] = field(default_factory=dict)
     unserved: int = 0
 
     COLUMNS = ("stream", "index", "samples", "arrival_s", "start_s", "end_s", "cpu_s", "waited_s", "tokens",
-               "memory_bytes")
+               "memory_bytes", "encode_s", "decode_s")
 
     @property
     def compute_s(self) -> List[float]:
@@ -177,18 +179,21 @@ def _runqueue_s() -> Optional[float]:
 def serve(chunks: List[Chunk], transcribe: Callable[[int, int, int], Any], *, max_backlog_s: Optional[float] = None,
           tokens: Callable[[], Optional[int]] = lambda: None, memory: Callable[[], Optional[int]] = lambda: None,
           close: Callable[[int], Optional[int]] = lambda stream: None,
+          stages: Callable[[], Tuple[Optional[float], Optional[float]]] = lambda: (None, None),
           clock: Callable[[], float] = time.perf_counter, sleep: Callable[[float], None] = time.sleep) -> Served:
     """Run the server loop over ``chunks`` (from :func:`schedule`) in real time.
 
     ``transcribe(stream, first, length)`` feeds one chunk to its session's
     context and returns the text it emitted (``length`` 0: a flush chunk); it
     is the only thing inside the clock. ``tokens()`` and ``memory()`` are read
-    right after each call (the tokens the call emitted, memory in use), and
-    beside each call the process's CPU time and the time this thread waited
-    for a core (``None`` where the system does not say). ``close(stream)``
-    is called after a session's last chunk (outside the clock): the bytes of
-    state it held, or ``None``. The session stops before a chunk that has
-    waited more than ``max_backlog_s``.
+    right after each call (the tokens the call emitted, memory in use), and so
+    is ``stages()``: the seconds the call spent encoding and decoding
+    (``None`` where the model does not split them); beside each call, the
+    process's CPU time and the time this thread waited for a core (``None``
+    where the system does not say). ``close(stream)`` is called after a
+    session's last chunk (outside the clock): the bytes of state it held, or
+    ``None``. The session stops before a chunk that has waited more than
+    ``max_backlog_s``.
 
     Example
     -------
@@ -221,6 +226,9 @@ def serve(chunks: List[Chunk], transcribe: Callable[[int, int, int], Any], *, ma
         out.waited_s.append(None if queue0 is None or queue1 is None else queue1 - queue0)
         out.tokens.append(tokens())
         out.memory_bytes.append(memory())
+        encode, decode = stages()
+        out.encode_s.append(encode)
+        out.decode_s.append(decode)
         out.texts[chunk.stream] = out.texts.get(chunk.stream, "") + (text or "")
         if last[chunk.stream] == done:
             state = close(chunk.stream)

@@ -8,7 +8,8 @@ cell's ``kind``:
 
 - ``latency``: ``warmup`` chunks on a throw-away stream, then ``measured``
   sessions of ``streams`` live streams (:mod:`sbprof.stream.session`): every
-  chunk's compute time (outside clock around ``transcribe_chunk``), arrival,
+  chunk's compute time (outside clock around ``transcribe_chunk``), its
+  ``encode_chunk`` and ``decode_chunk`` times (:class:`StageTimer`), arrival,
   output, tokens and memory, and the process's memory peak over the session;
 - ``offline``: the whole utterance in one ``transcribe_chunk`` call (one chunk
   spanning it: full attention, as an offline transcription), for its RTFx;
@@ -82,6 +83,35 @@ class TokenCounter:
         return value
 
 
+class StageTimer:
+    """Times each ``transcribe_chunk``'s two stages, ``encode_chunk`` then ``decode_chunk`` (SpeechBrain's
+    ``StreamingASR`` calls them in turn), by wrapping them on the model: the wall clock around each call, the device
+    synchronised after it on CUDA (otherwise the encoder's kernels would be paid for in the decoder's first wait).
+    ``take()`` gives the last call's ``(encode_s, decode_s)``; ``None`` for a stage the model does not call."""
+
+    def __init__(self, model: Any, sync: Callable[[], None] = lambda: None):
+        self.last: Dict[str, Optional[float]] = {"encode_chunk": None, "decode_chunk": None}
+        for name in self.last:
+            original = getattr(model, name, None)
+            if callable(original):
+                setattr(model, name, self._timed(name, original, sync))
+
+    def _timed(self, name: str, original: Callable[..., Any], sync: Callable[[], None]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            out = original(*args, **kwargs)
+            sync()
+            self.last[name] = time.perf_counter() - t0
+            return out
+
+        return timed
+
+    def take(self) -> Tuple[Optional[float], Optional[float]]:
+        value = (self.last["encode_chunk"], self.last["decode_chunk"])
+        self.last = {name: None for name in self.last}
+        return value
+
+
 def load_streaming_model(cfg: StreamConfig, device: str) -> LoadedModel:
     """The model on ``device``; a model without the streaming hyperparameters is bad input."""
     src = cfg.model
@@ -121,7 +151,9 @@ class StreamWorker(CellWorker):
         self.wav = (example if s.audio_s is None else
                     make_batch(s.audio_s, 1, self.rate, seed=self.cfg.preamble.seed, example=example).wavs[0])
         self.onset_s = speech_onset_s(self.wav, self.rate)
-        self.tokens = TokenCounter(self.asr)
+        cuda = self.device.startswith("cuda")
+        self.stages = StageTimer(self.asr, (lambda: torch.cuda.synchronize(self.device)) if cuda else (lambda: None))
+        self.tokens = TokenCounter(self.asr)  # outside the stage timer: counting is not the decoder's time
         return {"sample_rate": self.rate, "load_s": time.perf_counter() - t0}
 
     def measure(self, item: Dict[str, Any]) -> Dict[str, Any]:
@@ -183,6 +215,7 @@ class StreamWorker(CellWorker):
             first = starts[k % len(starts)]
             feed(0, first, min(samples, n - first))
         self.tokens.take()
+        self.stages.take()
 
     def session(self, chunk_size: int, left: int, streams: int, passes: int) -> Tuple[Served, int, int]:
         """``passes`` real-time sessions of ``streams`` streams (each pass's streams numbered after the last)."""
@@ -196,7 +229,7 @@ class StreamWorker(CellWorker):
             sessions = sorted({c.stream for c in chunks})
             transcribe, close = self.feeder(config, samples, sessions)
             served = serve(chunks, transcribe, max_backlog_s=self.cfg.streaming.max_backlog_s,
-                           tokens=self.tokens.take, memory=memory, close=close)
+                           tokens=self.tokens.take, memory=memory, close=close, stages=self.stages.take)
             total.unserved += served.unserved
             for name, values in served.columns().items():
                 getattr(total, name).extend(v + offset if name == "stream" else v for v in values)

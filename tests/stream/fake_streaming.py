@@ -4,10 +4,12 @@
 loaded by dotted path (``stream.fake_streaming.FakeStreamingASR``, with
 ``tests/`` on ``PYTHONPATH``: see ``fake_interfaces.use_test_environment``)
 through ``from_hparams``, as the stream job loads any model. The k-th
-``transcribe_chunk`` on a context spins on ``time.perf_counter`` for
-``compute_s x pattern[k % len(pattern)]`` seconds (``pattern`` [1] unless
-told), whatever the chunk holds, then emits one token through
-``decode_chunk``; a chunk of ``chunk_size`` frames holds
+``transcribe_chunk`` on a context calls ``encode_chunk``, which spins on
+``time.perf_counter`` for ``compute_s x pattern[k % len(pattern)]`` seconds
+(``pattern`` [1] unless told), whatever the chunk holds, then on
+``time.thread_time`` for ``encode_cpu_s`` seconds of this thread's CPU, then
+``decode_chunk``, which spins ``decode_cpu_s`` seconds of CPU and emits one
+token (a CPU spin cannot end early; under load it only lasts longer); a chunk of ``chunk_size`` frames holds
 ``frame_samples * chunk_size`` samples. Its context holds one float32 tensor of
 ``state_floats`` values (``4 x state_floats`` bytes of state per stream).
 With ``final_chunks`` set, a feature extractor states how many zero chunks
@@ -40,12 +42,14 @@ class FakeExtractor:
 
 def write_fake_model(folder: Path, compute_s: float, frame_samples: int = 160, trained: Optional[str] = None,
                      pattern: Optional[Sequence[float]] = None, state_floats: int = 0,
-                     final_chunks: Optional[int] = None) -> Path:
+                     final_chunks: Optional[int] = None, encode_cpu_s: float = 0.0,
+                     decode_cpu_s: float = 0.0) -> Path:
     """A folder ``from_hparams`` loads as :class:`FakeStreamingASR`; ``trained`` adds a
     ``dynchunktrain_config_sampler`` with these ``key: value`` pairs (the ranges the model states)."""
     folder.mkdir(parents=True, exist_ok=True)
     lines = [f"sample_rate: {RATE}", f"compute_s: {compute_s}", f"frame_samples: {frame_samples}",
-             f"pattern: {list(pattern or [1.0])}", f"state_floats: {state_floats}", "modules: {}",
+             f"pattern: {list(pattern or [1.0])}", f"state_floats: {state_floats}", f"encode_cpu_s: {encode_cpu_s}",
+             f"decode_cpu_s: {decode_cpu_s}", "modules: {}",
              "pretrainer: !new:speechbrain.utils.parameter_transfer.Pretrainer", "    loadables: {}"]
     if final_chunks is not None:
         lines += ["fea_streaming_extractor: !new:stream.fake_streaming.FakeExtractor",
@@ -63,6 +67,13 @@ def spin(seconds: float) -> None:
         pass
 
 
+def cpu_spin(seconds: float) -> None:
+    """Busy for ``seconds`` of this thread's CPU time (``time.thread_time``)."""
+    deadline = time.thread_time() + seconds
+    while time.thread_time() < deadline:
+        pass
+
+
 class FakeStreamingASR(Pretrained):
     """Streams like ``StreamingASR`` (see the module docstring): known cost, one token per chunk, known state."""
 
@@ -72,13 +83,18 @@ class FakeStreamingASR(Pretrained):
     def make_streaming_context(self, config: Any) -> Dict[str, Any]:
         return {"config": config, "chunks": 0, "cache": torch.zeros(int(self.hparams.state_floats))}
 
+    def encode_chunk(self, context: Dict[str, Any], chunk: torch.Tensor, chunk_len: Any = None) -> torch.Tensor:
+        pattern = self.hparams.pattern
+        spin(self.hparams.compute_s * pattern[context["chunks"] % len(pattern)])
+        cpu_spin(self.hparams.encode_cpu_s)
+        return chunk
+
     def decode_chunk(self, context: Dict[str, Any], x: torch.Tensor) -> Tuple[List[str], List[List[int]]]:
+        cpu_spin(self.hparams.decode_cpu_s)
         context["chunks"] += 1
         return ["a"], [[1]]
 
     def transcribe_chunk(self, context: Dict[str, Any], chunk: torch.Tensor, chunk_len: Any = None) -> List[str]:
         assert chunk.shape[-1] <= self.get_chunk_size_frames(context["config"])
-        pattern = self.hparams.pattern
-        spin(self.hparams.compute_s * pattern[context["chunks"] % len(pattern)])
-        words, _ = self.decode_chunk(context, chunk)
+        words, _ = self.decode_chunk(context, self.encode_chunk(context, chunk, chunk_len))
         return words

@@ -58,8 +58,9 @@ def test_table_ranks_agreeing_backends_by_mean_step_time():
     assert [r.split("|")[1].strip() for r in rows] == ["quick", "slow", "fast_but_wrong", "absent"]
     assert rows[0].split("|")[2].strip() == "700"  # mean of 400, 600, 1100 µs
     assert rows[1].split("|")[3].strip() == "2,000 [1,500, 2,500]"
-    assert rows[1].split("|")[4].strip() == "5"  # 5e6 bytes added = 5 MB
-    assert rows[1].split("|")[6].strip() == "3.11.7 / 2.14.1"
+    assert rows[1].split("|")[4].strip().startswith("2,000 [")  # CPU per step: cpu_s = wall_s here
+    assert rows[1].split("|")[5].strip() == "5"  # 5e6 bytes added = 5 MB
+    assert rows[1].split("|")[7].strip() == "3.11.7 / 2.14.1"
     assert "DISAGREES: loss differs" in rows[2] and "not ranked" in rows[2]
     assert "install: pip install absent" in rows[3]
     (other,) = table_rows(table, "sorted by duration, max frames per batch (max frames 200)")
