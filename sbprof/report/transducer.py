@@ -49,7 +49,9 @@ def _agreement_text(agreement: Optional[Agreement]) -> str:
     if agreement is None:
         return "not checked"
     if agreement.ok:
-        return f"ok ({agreement.max_loss_rel_diff:.0e} / {agreement.max_grad_abs_diff:.0e})"
+        diffs = (agreement.max_loss_rel_diff, agreement.max_grad_abs_diff)
+        # A hand-edited file may say ok without its differences: say ok, never a traceback.
+        return "ok" if None in diffs else f"ok ({diffs[0]:.0e} / {diffs[1]:.0e})"
     return "DISAGREES: " + agreement.message[:60]
 
 

@@ -93,3 +93,10 @@ def test_reports_re_render_from_the_saved_results(tmp_path):
     paths = write_reports(loaded, tmp_path)
     assert paths["report.md"].read_text() == render_markdown(RESULTS)
     assert paths["results.csv"].read_text() == render_csv(RESULTS)
+
+
+def test_an_agreement_saved_without_its_differences_reads_ok_never_a_traceback():
+    records = [make("terse", [0.001, 0.001], agreement={"ok": True})]
+    rows = table_rows(render_markdown(Results("transducer", rules=RULES, records=records)),
+                      "fixed batch size, random order (batch size 4); `cpu`, 2 thread(s)")
+    assert "| ok " in rows[0]
