@@ -326,7 +326,9 @@ def _own_comm(v: Optional[Verdict]) -> Optional[Verdict]:
 def section_limits(sections: Sequence[SectionSummary]) -> Limits:
     """What limits each section: a straggler (its cost against the world's step: the median over steps of the
     longest rank's step), communication (median over ranks of each one's communication less its wait, against
-    their median step) and data loading (the time between steps, likewise); with several sections each sentence names its section.
+    their median step) and data loading (the time between steps, likewise); with several sections each sentence
+    names its section. A section whose steps hold no communication (an evaluation without collectives) has no
+    straggler verdict: no rank waits for another there, step by step.
 
     Example
     -------

@@ -53,9 +53,9 @@ DEFINITIONS = {
                       "(CPU: a matrix-product probe run after the script ended; GPU: the datasheet)",
     "operators per step, dispatch floor": "top-level aten operators inside a measured step's mark in the "
                                           "torch.profiler trace, per measured step; CPU per operator = median "
-                                          "step CPU time / operators per step; the floor: median CPU time of a "
-                                          "torch.add on 1-element tensors, measured once under the same profiler "
-                                          "outside the steps (none with --no-trace)",
+                                          "step CPU time / operators per step; the floor: median CPU time of "
+                                          "`x = x + 1` on a 1-element tensor in a Python loop, measured once "
+                                          "under the same profiler outside the steps (none with --no-trace)",
     "peak memory": "over the measured steps: resident set (VmHWM after - RSS before, CPU) or the CUDA "
                    "allocator's peak (GPU)",
 }

@@ -1,5 +1,6 @@
 """The two figures of the dispatch-bound verdict: operators per step, counted in the torch.profiler events of the
-measured steps, and the dispatch floor, the CPU cost of the tiniest operator call in this process.
+measured steps, and the dispatch floor, the CPU cost of the cheapest operator a Python loop can issue in this
+process.
 
 Each measured step is marked in the trace by a ``record_function`` named :data:`STEP_MARK` + its stage; an
 operator counts for a step when it is top-level inside the mark: an ``aten::`` event with no other ``aten::``
@@ -53,17 +54,18 @@ def operators_per_step(events: Iterable[Any]) -> Dict[str, float]:
 
 
 def dispatch_floor(calls: int = 100, repeats: int = 7) -> float:
-    """The median over ``repeats`` batches of the CPU seconds per call of ``torch.add`` on 1-element tensors.
+    """The median over ``repeats`` batches of the CPU seconds per call of ``x = x + 1`` on a 1-element tensor:
+    the cheapest operator a Python loop issues (the scalar wrapped, the result allocated, the loop's own turn).
 
     Batches of calls, not single calls: the clock's own cost would otherwise be a good part of each reading.
     Marked :data:`FLOOR_MARK` in a trace, so that its operators are not mistaken for the script's.
     """
-    a, b = torch.zeros(1), torch.ones(1)
     per_call = []
-    with torch.profiler.record_function(FLOOR_MARK):
+    with torch.profiler.record_function(FLOOR_MARK), torch.no_grad():
         for _ in range(repeats):
+            x = torch.zeros(1)
             start = time.process_time()
             for _ in range(calls):
-                torch.add(a, b)
+                x = x + 1
             per_call.append((time.process_time() - start) / calls)
     return statistics.median(per_call)
