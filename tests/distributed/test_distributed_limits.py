@@ -38,8 +38,13 @@ def test_a_spinning_rank_is_named_with_its_cost_and_balanced_steps_have_no_strag
     # Evaluation holds no collective: whichever rank is slower there, no rank waits for it step by step.
     assert ("TinyBrain/test", "straggler") not in verdicts, summary.limits
     assert "straggler (TinyBrain/test): its steps hold no communication" in summary.limits.undecided[0]
-    # Rank 0's 30 ms in the all-reduce is waiting for rank 1 (the straggler's cost), not communication.
-    assert ("TinyBrain/train", "communication") not in verdicts, summary.limits
+    # Rank 0's 30 ms in the all-reduce is waiting for rank 1 (the straggler's cost), not communication: what the
+    # communication rule weighs is each rank's time in it less that wait (gloo's own few ms on a loaded machine).
+    train = next(s for s in summary.sections if s.key == "TinyBrain/train")
+    rank0 = next(r for r in train.rows if r.rank == 0)
+    assert rank0.comm_s > SPIN_S * 0.8
+    comm = verdicts.get(("TinyBrain/train", "communication"))
+    assert comm is None or comm.figures[0].value < SPIN_S / 2, comm
     # The report rank 0 wrote at exit ends with the verdicts.
     report = (run_folder / "report.md").read_text()
     assert report.index("## What limits this") > report.index("## Definitions")
