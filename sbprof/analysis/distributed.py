@@ -47,9 +47,10 @@ Pure: no torch, no clocks.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from sbprof.analysis.limits import Figure, Limits, Verdict, communication, data_loading, limits, straggler
 from sbprof.analysis.rank_rows import MissingRank, RankRow, StepTotals
 from sbprof.analysis.rank_sections import SectionSummary, host_rows, shown_rows, straggler_cost, throughput
 from sbprof.record import Measurement
@@ -259,7 +260,8 @@ class RunAnalysis:
             comm_ranks=[r.rank for r in comm], wait_ranks=[r.rank for r in waiting],
             between_ranks=[r.rank for r in between], straggler_cost=straggler_cost(totals, slowest.rank, len(rows),
                                                                                   self.world_size),
-            empty=sorted(totals.empty), schedule=totals.schedule, load=totals.load)
+            empty=sorted(totals.empty), schedule=totals.schedule, load=totals.load, comm_step_s=comm_step,
+            between_step_s=between_step)
 
 
 @dataclass(frozen=True)
@@ -275,6 +277,7 @@ class RunSummary:
     stopped_early: List[RankRow]
     notes: List[str] = field(default_factory=list)
     gpu: Optional[Dict[str, List[Dict[str, Any]]]] = None
+    limits: Limits = field(default_factory=Limits)
 
     @property
     def complete(self) -> bool:
@@ -294,4 +297,64 @@ def summarise_run(analysis: RunAnalysis, run_id: str, backend: str, source: str,
     early = {r.rank: r for s in sections for r in s.rows if r.ended not in NORMAL_ENDS}
     return RunSummary(run_id, analysis.world_size, backend, source, sections,
                       sorted(analysis.missing, key=lambda m: m.rank), sorted(early.values(), key=lambda r: r.rank),
-                      list(notes), gpu)
+                      list(notes), gpu, section_limits(sections))
+
+
+def _between(v: Optional[Verdict]) -> Optional[Verdict]:
+    """The data-loading verdict on the time between steps: it holds the data wait, and whatever else the loop does
+    there, so it is named as what it is."""
+    if v is None:
+        return None
+    wait, step, share = (f.value for f in v.figures)
+    return replace(v, sentence=f"The time between steps (data loading and the loop's other work) takes "
+                               f"{share * 100:.0f} % of each step ({wait * 1e3:.3g} ms beside a {step * 1e3:.3g} ms "
+                               "step).",
+                   figures=[Figure("between steps", wait, "s"), Figure("step", step, "s"),
+                            Figure("between share", share, "share")])
+
+
+def _own_comm(v: Optional[Verdict]) -> Optional[Verdict]:
+    """The communication verdict on each rank's communication less its wait for slower ranks: the wait is the
+    straggler's cost (its own verdict), not the cost of moving gradients."""
+    if v is None:
+        return None
+    return replace(v, sentence=v.sentence.replace("Communication takes", "Communication, less the wait for slower "
+                                                  "ranks, takes", 1),
+                   figures=[replace(v.figures[0], name="communication less wait")] + v.figures[1:])
+
+
+def section_limits(sections: Sequence[SectionSummary]) -> Limits:
+    """What limits each section: a straggler (its cost against the world's step: the median over steps of the
+    longest rank's step), communication (median over ranks of each one's communication less its wait, against
+    their median step) and data loading (the time between steps, likewise); with several sections each sentence
+    names its section. A section whose steps hold no communication (an evaluation without collectives) has no
+    straggler verdict: no rank waits for another there, step by step.
+
+    Example
+    -------
+    >>> from sbprof.analysis.rank_sections import StragglerCost
+    >>> s = SectionSummary("train.py", 2, [], [], [], None, None, None, None, None, None, None, None, None,
+    ...                    step_s=0.1, comm_s=0.01, comm_step_s=0.1, between_s=0.0, between_step_s=0.1)
+    >>> section_limits([s]).verdicts
+    []
+    """
+    candidates: List[Optional[Verdict]] = []
+    undecided = []
+    for s in sections:
+        def named(v: Optional[Verdict]) -> Optional[Verdict]:
+            return v if v is None or len(sections) == 1 else replace(v, sentence=f"`{s.key}`: {v.sentence}")
+        measured = [r.comm_s for r in s.rows if r.comm_s is not None]
+        if measured and not any(measured):
+            undecided.append(f"straggler ({s.key}): its steps hold no communication, so no rank waits for another "
+                             "within a step")
+        elif s.slowest is not None and s.straggler_cost is not None:
+            step = s.throughput.step_s if s.throughput is not None else s.step_s
+            candidates.append(named(straggler(s.slowest.rank, s.straggler_cost.seconds, step or 0.0)))
+        elif s.world_size > 1 and s.rows:
+            undecided.append(f"straggler ({s.key}): no step that every rank reported")
+        own = [r.comm_s - (r.wait_s or 0.0) for r in s.rows if r.comm_s is not None]
+        if own and s.comm_step_s:
+            candidates.append(named(_own_comm(communication(statistics.median(own), s.comm_step_s))))
+        if s.between_s is not None and s.between_step_s is not None:
+            candidates.append(named(_between(data_loading(s.between_s, s.between_step_s))))
+    return limits(candidates, undecided)

@@ -71,6 +71,8 @@ class SectionSummary:
     empty: List[Tuple[int, int, Optional[int]]] = field(default_factory=list)  # (rank, steps taken, last index)
     schedule: Optional[str] = None
     load: Optional[float] = None
+    comm_step_s: Optional[float] = None  # median step of the ranks with a communication figure
+    between_step_s: Optional[float] = None  # median step of the ranks with a time between steps
 
 
 def straggler_cost(totals: StepTotals, straggler: int, ranks: int, world_size: int) -> Optional["StragglerCost"]:

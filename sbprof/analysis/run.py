@@ -17,10 +17,12 @@ Example
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import statistics
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional
 
 from sbprof.analysis.breakdown import Breakdown, BreakdownRow
+from sbprof.analysis.limits import Limits, Verdict, data_loading, dispatch_bound, limits
 from sbprof.analysis.machine_facts import MachineFacts, machine_facts
 from sbprof.analysis.train import ParamsPayload, ParamsRow
 from sbprof.record import Measurement, MemoryPeak
@@ -49,6 +51,11 @@ DEFINITIONS = {
                       "backward and the optimiser's update; sbprof.measuring.flops conventions); achieved "
                       "FLOP/s = FLOPs per step / median step time; share of peak = achieved / the device's peak "
                       "(CPU: a matrix-product probe run after the script ended; GPU: the datasheet)",
+    "operators per step, dispatch floor": "top-level aten operators inside a measured step's mark in the "
+                                          "torch.profiler trace, per measured step; CPU per operator = median "
+                                          "step CPU time / operators per step; the floor: median CPU time of "
+                                          "`x = x + 1` on a 1-element tensor in a Python loop, measured once "
+                                          "under the same profiler outside the steps (none with --no-trace)",
     "peak memory": "over the measured steps: resident set (VmHWM after - RSS before, CPU) or the CUDA "
                    "allocator's peak (GPU)",
 }
@@ -87,6 +94,8 @@ class RunPayload(Codec):
     modules: Optional[Breakdown] = None
     params: Optional[ParamsPayload] = None
     traces: List[str] = field(default_factory=list)
+    operators_per_step: Optional[float] = None
+    dispatch_floor_s: Optional[float] = None
 
 
 @dataclass
@@ -103,6 +112,7 @@ class StageFigures:
     rtf: Optional[float] = None
     rtfx: Optional[float] = None
     data_wait_share: Optional[float] = None
+    data_wait_s: Optional[float] = None  # median over the measured steps
     forward_share: Optional[float] = None
     backward_share: Optional[float] = None
     optimizer_share: Optional[float] = None
@@ -117,6 +127,9 @@ class StageFigures:
     trainable_params: Optional[int] = None
     params_rows: List[ParamsRow] = field(default_factory=list)  # top-level modules with parameters
     traces: List[str] = field(default_factory=list)
+    operators_per_step: Optional[float] = None
+    cpu_per_operator_s: Optional[float] = None
+    dispatch_floor_s: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -140,6 +153,7 @@ class RunReport:
     notes: List[str]
     stages: List[StageFigures]
     continued: bool = False
+    limits: Limits = field(default_factory=Limits)
 
     @property
     def traces(self) -> List[str]:
@@ -176,6 +190,10 @@ def stage_figures(m: Measurement) -> StageFigures:
     wait = _measured(m, extra.data_wait_s)
     if wait:
         fig.data_wait_share = sum(wait) / (sum(wait) + total)
+        fig.data_wait_s = statistics.median(wait)
+    if extra.operators_per_step and extra.dispatch_floor_s and m.cpu_s:
+        fig.operators_per_step, fig.dispatch_floor_s = extra.operators_per_step, extra.dispatch_floor_s
+        fig.cpu_per_operator_s = statistics.median(m.cpu_s) / extra.operators_per_step
     for region in ("forward", "backward", "optimizer"):
         values = _measured(m, getattr(extra, f"{region}_s"))
         if values:
@@ -193,9 +211,33 @@ def stage_figures(m: Measurement) -> StageFigures:
     return fig
 
 
+def _in_stage(stage: str, verdict: Optional[Verdict]) -> Optional[Verdict]:
+    return None if verdict is None else replace(verdict, sentence=f"Stage `{stage}`: {verdict.sentence}")
+
+
+def run_limits(stages: List[StageFigures]) -> Limits:
+    """What limits each stage: data loading (median data wait beside the median step) and dispatch-bound
+    (operators per step, CPU per operator, dispatch floor); a stage without the dispatch figures says why."""
+    candidates: List[Optional[Verdict]] = []
+    undecided = []
+    for s in stages:
+        if s.step is None:
+            continue
+        if s.data_wait_s is not None:
+            candidates.append(_in_stage(s.stage, data_loading(s.data_wait_s, s.step.median)))
+        if s.cpu_per_operator_s is None:
+            undecided.append(f"dispatch-bound ({s.stage}): no operator count (a run with --no-trace, or results "
+                             "from an sbprof that did not record it)")
+        else:
+            candidates.append(_in_stage(s.stage, dispatch_bound(s.operators_per_step, s.cpu_per_operator_s,
+                                                                s.dispatch_floor_s)))
+    return limits(candidates, undecided)
+
+
 def analyse(results: Results) -> RunReport:
-    """The run's report: one :class:`StageFigures` per stage, in the order the stages first ran."""
+    """The run's report: one :class:`StageFigures` per stage, in the order the stages first ran, and what limits
+    them."""
+    stages = [stage_figures(m) for m in results.records]
     return RunReport(rules=from_json(RunRules, dict(results.rules), "rules"),
                      machine=machine_facts(results.machine) or MachineFacts(), notes=list(results.notes),
-                     stages=[stage_figures(m) for m in results.records],
-                     continued=bool(results.rules.get("continue")))
+                     stages=stages, continued=bool(results.rules.get("continue")), limits=run_limits(stages))

@@ -14,13 +14,14 @@ side by side over world sizes in scaling tables. Pure: no torch, no clocks.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Tuple
 
 from sbprof.analysis.breakdown import Breakdown, BreakdownSteps, breakdown_steps
 from sbprof.analysis.machine_facts import MachineFacts, machine_facts
 from sbprof.analysis.distributed import RunAnalysis, RunSummary, rank_payload, summarise_run
 from sbprof.analysis.rank_rows import MissingRank
+from sbprof.analysis.limits import Limits, Verdict, limits
 from sbprof.analysis.world_scaling import ScalingRow, scaling_rows
 from sbprof.base.errors import ConfigError
 from sbprof.analysis.figures import cell_sort_key
@@ -220,6 +221,24 @@ class TrainSummary:
     cells: List[TrainCell]
     worlds: List[WorldRun] = field(default_factory=list)
     scaling: List[ScalingTable] = field(default_factory=list)
+    limits: Limits = field(default_factory=Limits)
+
+
+SINGLE_UNDECIDED = ("data loading, straggler, communication: a single-process training profile cycles mock-up "
+                    "batches held in memory, on one rank (a world_sizes study measures the ranks)")
+
+
+def train_limits(worlds: List[WorldRun]) -> Limits:
+    """The verdicts of every launched world (each sentence names its world); without worlds, why none applies."""
+    if not worlds:
+        return Limits([], [SINGLE_UNDECIDED])
+    candidates: List[Optional[Verdict]] = []
+    undecided: List[str] = []
+    for w in worlds:
+        where = f"World of {w.world_size} ({w.variant} on {w.device}, {w.scaling or 'single'}, run {w.run})"
+        candidates += [replace(v, sentence=f"{where}: {v.sentence}") for v in w.summary.limits.verdicts]
+        undecided += [f"{where}: {u}" for u in w.summary.limits.undecided]
+    return limits(candidates, undecided)
 
 
 def _flops_rows(extra: TrainPayload) -> List[FlopsRow]:
@@ -307,4 +326,4 @@ def analyse(results: Results) -> TrainSummary:
     cores = int(results.machine.get("cpu_count") or 1)
     return TrainSummary(rules=from_json(TrainRules, dict(results.rules), "rules"),
                         machine=machine_facts(results.machine) or MachineFacts(), cells=cells, worlds=worlds,
-                        scaling=scaling_tables(worlds, cores))
+                        scaling=scaling_tables(worlds, cores), limits=train_limits(worlds))

@@ -11,6 +11,7 @@ import io
 from typing import Dict, List, Optional
 
 from sbprof.analysis.distributed import RunSummary
+from sbprof.report.limits import render_limits
 from sbprof.analysis.rank_rows import RankRow
 from sbprof.analysis.rank_sections import SectionSummary
 from sbprof.analysis.world_scaling import ScalingRow
@@ -192,6 +193,7 @@ def render_run(run: RunSummary) -> str:
         if rows:
             lines += ["", f"## GPU traces (HolisticTraceAnalysis): {name.replace('_', ' ')}", "",
                       table([[str(v) for v in r.values()] for r in rows], list(rows[0]))]
+    lines += ["", render_limits(run.limits)]
     return "\n".join(lines) + "\n"
 
 

@@ -13,6 +13,7 @@ from sbprof.analysis.breakdown import BreakdownRow
 from sbprof.analysis.run import DEFINITIONS, OTHER, RunReport, StageFigures
 from sbprof.report.counts import si
 from sbprof.report.format import bytes_in, sig3
+from sbprof.report.limits import render_limits
 
 REPORT_FILE = "report.md"
 TOP_MODULES = 10
@@ -129,6 +130,7 @@ def render_run(report: RunReport) -> str:
         lines += ["## Trace", "", "torch.profiler trace of the measured steps (Perfetto, chrome://tracing or "
                   "TensorBoard): " + ", ".join(f"`{Path(t).name}`" for t in traces) + " in `traces/`.", ""]
     lines += ["## Definitions", ""] + [f"- **{k}**: {v}" for k, v in DEFINITIONS.items()] + [""]
+    lines += [render_limits(report.limits), ""]
     return "\n".join(lines)
 
 

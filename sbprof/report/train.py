@@ -11,6 +11,7 @@ from sbprof.analysis.train import TrainCell, TrainRules, TrainSummary
 from sbprof.report.counts import si
 from sbprof.report.distributed import DEFINITIONS, render_section, scaling_lines, status_lines
 from sbprof.report.format import bytes_in, sig3
+from sbprof.report.limits import render_limits
 from sbprof.report.modules_markdown import display_names, render_breakdown
 
 REPORT_FILE = "report.md"
@@ -136,6 +137,7 @@ def render_train(summary: TrainSummary) -> str:
     for cell in summary.cells:
         lines.append(render_variant(cell))
     lines += distributed_lines(summary)
+    lines += [render_limits(summary.limits), ""]
     return "\n".join(lines)
 
 

@@ -10,7 +10,10 @@ For each stage (``train``, ``valid``, ``test``, an inference method's name):
 - FLOPs of the last warm-up step (:class:`~sbprof.measuring.flops.FlopCounter`; the
   counter slows the step it watches, which is why it is a warm-up one);
 - peak memory over the measured steps (:class:`~sbprof.measuring.memory.CpuPeak`, or
-  :class:`~sbprof.measuring.memory.CudaPeak` on a GPU) and a torch.profiler trace of them;
+  :class:`~sbprof.measuring.memory.CudaPeak` on a GPU) and a torch.profiler trace of them,
+  each measured step marked in it (:data:`STEP_MARK`), from which the operators per
+  step are counted (:mod:`sbprof.script.dispatch`), beside the dispatch floor measured
+  once under the same profiler, outside the steps;
 - parameter counts of the model (:func:`~sbprof.measuring.params.count_params`).
 
 Nothing here runs an extra step: everything is read from the script's own steps.
@@ -24,6 +27,7 @@ from typing import Any, Callable, Dict, List, Optional, Set
 
 import torch
 
+from sbprof.script.dispatch import STEP_MARK, dispatch_floor, operators_per_step
 from sbprof.script.steps import Steps
 
 
@@ -64,6 +68,8 @@ class Session:
         self._peaks: Dict[str, Any] = {}
         self._tracing: Set[str] = set()
         self._profiler: Any = None
+        self.operators: Dict[str, float] = {}  # stage -> top-level operators per measured step (traced stages)
+        self.dispatch_floor_s: Optional[float] = None
 
     # ------------------------------------------------------------ steps
 
@@ -94,6 +100,10 @@ class Session:
             if index == self.steps.warmup - 1 and stage not in self.flops:
                 self._start_flops(root)
             self._begin_modules(stage, root, index, optimizers)
+        if stage in self._tracing and self._profiler is not None:
+            mark = torch.profiler.record_function(f"{STEP_MARK}{stage}")
+            mark.__enter__()
+            self._open["mark"] = mark
         self.steps.begin(stage, kind)
 
     def end(self, ok: bool = True) -> None:
@@ -107,6 +117,9 @@ class Session:
                 self.ranks.step(step.stage, start, wall, cpu)
         else:
             self.steps.discard()
+        mark = self._open.pop("mark", None)
+        if mark is not None:
+            mark.__exit__(None, None, None)
         module_step = self._open.pop("module_step", None)
         if module_step is not None:
             module_step.__exit__(None, None, None)
@@ -171,6 +184,8 @@ class Session:
                 warnings.simplefilter("ignore")
                 self._profiler = torch.profiler.profile(activities=activities)
                 self._profiler.start()
+            if self.dispatch_floor_s is None:  # under the profiler, as the steps are: the same cost per operator
+                self.dispatch_floor_s = dispatch_floor()
         self._tracing.add(stage)
 
     def _end_measured(self, stage: str) -> None:
@@ -190,6 +205,10 @@ class Session:
     def _stop_trace(self, name: str) -> None:
         profiler, self._profiler = self._profiler, None
         profiler.stop()
+        try:
+            self.operators.update(operators_per_step(profiler.events()))
+        except Exception as exc:  # a profiler whose events cannot be read: no operator count, the trace still goes
+            self.notes.append(f"operators per step not counted: {exc}")
         self.trace_dir.mkdir(parents=True, exist_ok=True)
         path = self.trace_dir / f"{name}.pt.trace.json"
         profiler.export_chrome_trace(str(path))
@@ -215,6 +234,8 @@ class Session:
         payload: Dict[str, Any] = {**asdict(record), "warmup": min(self.steps.warmup, len(record.wall_s)),
                                    "device": self.devices.get(stage, "cpu"), "memory": self.memory.get(stage),
                                    "flops": self.flops.get(stage), "params": self.params.get(stage)}
+        if stage in self.operators:
+            payload.update(operators_per_step=self.operators[stage], dispatch_floor_s=self.dispatch_floor_s)
         chosen = self.stage_attribution.get(stage)
         if chosen is not None:
             attribution, before = chosen
