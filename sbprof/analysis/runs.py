@@ -132,8 +132,19 @@ def load_explains(load: Optional[float], wall: Optional[RunInterval], cpu: Optio
     >>> load_explains(1.3, w, c), load_explains(0.2, w, c), load_explains(1.3, c, w)
     (True, False, False)
     """
-    return (load is not None and load >= LOAD_EXPLAINS and wall is not None and cpu is not None
-            and cpu.confidence > 0 and cpu.half_width_rel < wall.half_width_rel)
+    return (wall is not None and cpu is not None and cpu.confidence > 0
+            and load_explains_widths(load, wall.half_width_rel, cpu.half_width_rel))
+
+
+def load_explains_widths(load: Optional[float], wall_width: float, cpu_width: float) -> bool:
+    """:func:`load_explains` on two relative widths (of intervals, or of a gate's ratio intervals).
+
+    Example
+    -------
+    >>> load_explains_widths(1.0, 0.3, 0.05), load_explains_widths(None, 0.3, 0.05)
+    (True, False)
+    """
+    return load is not None and load >= LOAD_EXPLAINS and cpu_width < wall_width
 
 
 def median_over_runs(runs: Sequence[Measurement], value: Any) -> Optional[float]:
