@@ -125,6 +125,7 @@ class SweepSetting:
     cpu_cost_median: Optional[float] = None
     judged_on_cpu: int = 0
     judged_load: Optional[float] = None
+    missed: Tuple[GridKey, ...] = ()
 
     @property
     def on_cuda(self) -> bool:
@@ -222,8 +223,9 @@ def _cell(runs: Sequence[Measurement], predictions: Dict[str, CellPrediction],
     judged = cpu.interval if on_cpu and cpu is not None else summary.interval
     policy = rep.settings.get("repeats", {})
     target = policy.get("target") if policy.get("runs") == "adaptive" else None
-    missed = target is not None and len(ok) > 1 and not (
-        judged.confidence >= float(policy.get("confidence", 0.95)) and judged.within(target))
+    # Fewer runs than the policy's minimum (a run stopped by its time budget) did not reach the target either.
+    missed = target is not None and (len(ok) < int(policy.get("min_runs", 2)) or not (
+        judged.confidence >= float(policy.get("confidence", 0.95)) and judged.within(target)))
     memory = "cuda" if rep.cell.device.startswith("cuda") else "rss"
     return SweepCell(
         status=rep.status, runs=len(ok), message=rep.message,
@@ -284,7 +286,8 @@ def _setting(device: str, threads: int, records: List[Measurement], references: 
         formula=next((p.formula for (_, figure), p in predicted.items() if figure == "time_s"), None),
         held_out={figure: r for (s, figure), r in reports.items() if s == (device, threads)},
         cpu_cost_median=statistics.median(costs) if costs else None, judged_on_cpu=len(on_cpu),
-        judged_load=statistics.median(on_cpu) if on_cpu else None)
+        judged_load=statistics.median(on_cpu) if on_cpu else None,
+        missed=tuple(sorted(k for k, c in cells.items() if c.target_missed)))
 
 
 def _plot(records: Sequence[Measurement]) -> List[PlotLine]:

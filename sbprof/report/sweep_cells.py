@@ -55,7 +55,7 @@ def rtf_text(cell: SweepCell) -> str:
     when runs were left out of the spread), ``*`` above target."""
     if cell.one_run is not None:
         s = cell.one_run
-        return f"{sig3(s.median)} [{sig3(s.q1)}, {sig3(s.q3)}]"
+        return f"{sig3(s.median)} [{sig3(s.q1)}, {sig3(s.q3)}]{'*' if cell.target_missed else ''}"
     i = cell.over_runs.interval
     runs = f"{cell.runs}, {plural(len(i.outliers), 'outlier')}" if i.outliers else str(cell.runs)
     return (f"{sig3(i.median)} [{sig3(i.low)}, {sig3(i.high)}] ±{50 * cell.over_runs.within_run_iqr_rel:.1f}% "
@@ -74,7 +74,7 @@ def cpu_cost_text(cell: SweepCell) -> str:
     """
     if cell.cpu_one_run is not None:
         s = cell.cpu_one_run
-        return f"{sig3(s.median)} [{sig3(s.q1)}, {sig3(s.q3)}]"
+        return f"{sig3(s.median)} [{sig3(s.q1)}, {sig3(s.q3)}]{'*' if cell.target_missed else ''}"
     if cell.cpu_over_runs is None:
         return "n/a"
     i = cell.cpu_over_runs.interval

@@ -80,19 +80,24 @@ def _noise_text(s: SweepSetting) -> List[str]:
 
 
 def _repeats_text(s: SweepSetting) -> List[str]:
-    """The repeats line of a setting."""
+    """The repeats line of a setting, naming the cells that did not reach the precision target."""
     counts = s.run_counts
-    if not counts or counts[-1] == 1:
+    if not counts or (counts[-1] == 1 and s.target is None):
         return []
     text = (f"Runs: each cell was measured in {counts[0]}-{counts[-1]} fresh worker processes, interleaved over "
             "cells and settings" if len(counts) > 1 else
-            f"Runs: each cell was measured in {counts[0]} fresh worker processes, interleaved over cells and settings")
+            f"Runs: each cell was measured in {plural(counts[0], 'fresh worker process', 'fresh worker processes')}, "
+            "interleaved over cells and settings")
     if s.target is not None:
         text += (f"; adaptive repeats stopped a cell once its interval was within +-{100 * s.target:g} % of its median "
-                 f"or at {s.max_runs} runs: {s.met} of {s.measured_cells} cells met the target (`*` marks the others).")
+                 f"or at {s.max_runs} runs: {s.measured_cells - len(s.missed)} of {s.measured_cells} cells met the "
+                 "target (`*` marks the others).")
         if s.judged_on_cpu:
-            text += (f" Precision judged on CPU time for {plural(s.judged_on_cpu, 'cell')}: load {s.judged_load:.1f} beside "
-                     "the run (other processes' load explained their wall-time spread).")
+            text += (f" Precision judged on CPU time for {plural(s.judged_on_cpu, 'cell')}: load {s.judged_load:.1f} "
+                     "beside the run (other processes' load explained their wall-time spread).")
+        if s.missed:
+            text += (" Cells that did not reach the precision target (the cap of runs, or a run stopped by its time "
+                     "budget; run again to resume): " + ", ".join(f"{a:g} s x {b}" for a, b in s.missed) + ".")
     else:
         text += " (fixed repeats)."
     return ["", text]
