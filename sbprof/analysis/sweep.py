@@ -224,7 +224,8 @@ def _cell(runs: Sequence[Measurement], predictions: Dict[str, CellPrediction],
     policy = rep.settings.get("repeats", {})
     target = policy.get("target") if policy.get("runs") == "adaptive" else None
     # Fewer runs than the policy's minimum (a run stopped by its time budget) did not reach the target either.
-    missed = target is not None and (len(ok) < int(policy.get("min_runs", 2)) or not (
+    least = min(int(policy.get("min_runs") or 1), int(policy.get("max_runs") or 1))
+    missed = target is not None and (len(ok) < least or len(ok) > 1 and not (
         judged.confidence >= float(policy.get("confidence", 0.95)) and judged.within(target)))
     memory = "cuda" if rep.cell.device.startswith("cuda") else "rss"
     return SweepCell(
