@@ -69,3 +69,25 @@ def test_times_scaled_by_1_5_regress_on_cpu_time_with_a_busy_process_beside(tmp_
     assert "1.500 [" in text
     # The copy against itself: unchanged, exit 0.
     assert sbprof_main(["gate", str(base), str(scaled_copy(base, tmp_path / "same", 1.0))]) == 0
+
+
+def records(scale, load, wall=(1.0, 1.6, 1.1, 1.5), cpu=(0.50, 0.51, 0.49, 0.50)):
+    """Four runs of one 1 s cell: known CPU times (+-2 %), wall times spread by waiting, ``load`` others' cores."""
+    from sbprof.record import Cell, Measurement
+    from sbprof.record.results import Results
+
+    return Results("profile", records=[
+        Measurement(label="c", cell=Cell(model="m", device="cpu", threads=1, audio_s=1.0, batch_size=1, run=r),
+                    wall_s=[scale * w] * 3, cpu_s=[scale * c] * 3, audio_seconds=1.0,
+                    extra={"others_cpu_s": 2.0 * load, "window_s": 2.0})
+        for r, (w, c) in enumerate(zip(wall, cpu))])
+
+
+def test_the_rule_on_known_records():
+    from sbprof.analysis.gate import describe_row, gate
+
+    row, = gate(records(1.0, 1.3), records(1.5, 1.3)).rows
+    assert row.status == "regressed" and row.on_cpu and "judged on CPU time: load 1.3" in describe_row(row)
+    assert abs(row.verdict.ratio - 1.5) < 1e-9
+    quiet, = gate(records(1.0, 0.1), records(1.5, 0.1)).rows  # no load to explain the spread: wall time
+    assert not quiet.on_cpu and quiet.status == "unchanged"  # the +-60 % wall spread hides the x1.5
