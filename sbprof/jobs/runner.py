@@ -23,9 +23,9 @@ the job's renderers).
 from __future__ import annotations
 
 import shutil
-import time
 import signal
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
