@@ -12,7 +12,10 @@ processes, stores that as the baseline under ``--sbprof-baselines`` (default
 ``<rootdir>/.sbprof-baselines/<name>``; commit it) and skips the test with a
 message saying so. Later runs measure again and fail the test when the gate
 (:func:`sbprof.analysis.gate.gate`) calls the model regressed: slower (or
-heavier) beyond ``threshold`` with its 95% interval excluding no change.
+heavier) beyond ``threshold`` with its 95% interval excluding no change;
+on CPU time (the worker's threads' CPU time per audio second) when other
+processes' load beside the runs explains their wall-time spread, which the
+failure message then says (``judged on CPU time: load ...``).
 ``--sbprof-update-baselines`` records new baselines instead of checking.
 Bad options fail the test in one ``sbprof: error:`` line before anything is
 measured or deleted; a failed or interrupted update keeps the stored baseline.

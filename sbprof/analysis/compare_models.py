@@ -9,10 +9,13 @@ renderers (:mod:`sbprof.report.compare_models`) only format the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from sbprof.analysis.cell_rows import CellRow, record_row
-from sbprof.analysis.series import Crossover, Series, build_series, find_crossovers, settings_of
+from sbprof.analysis.intervals import RunsSummary
+from sbprof.analysis.runs import cpu_cost_over_runs, spread_priors, worker_group
+from sbprof.analysis.series import Crossover, Series, build_series, find_crossovers, settings_of, x_value
+from sbprof.record import Measurement
 from sbprof.analysis.figures import MachineInfo, cell_figures, cell_sort_key
 from sbprof.record.results import Results
 
@@ -25,6 +28,38 @@ class CompareSetting:
     threads: int
     series: List[Series]
     crossovers: List[Crossover]
+    cpu_costs: Dict[Tuple[str, float], RunsSummary] = field(default_factory=dict)
+
+    def cpu_cost(self, variant: str, x: float) -> Optional[RunsSummary]:
+        """A point's CPU cost over its runs (core-seconds per audio second), ``None`` on CUDA or without CPU times."""
+        return self.cpu_costs.get((variant, x))
+
+
+def cpu_costs(results: Results, setting: Tuple[str, int]) -> Dict[Tuple[str, float], RunsSummary]:
+    """Per (variant, point) of one setting, the CPU cost over runs, summarised as a sweep cell's
+    (:func:`~sbprof.analysis.runs.cpu_cost_over_runs`, the interval over runs, each run's spread pooled toward
+    the variant's other points); absent on CUDA.
+
+    Example
+    -------
+    >>> from sbprof.record import Cell, Measurement
+    >>> rs = [Measurement(label="p", cell=Cell(variant="v", audio_s=2.0, run=r), wall_s=[0.5], cpu_s=[0.4],
+    ...                   audio_seconds=2.0) for r in (0, 1)]
+    >>> cpu_costs(Results("compare", rules={"vary": "audio_s"}, records=rs), ("cpu", 1))[("v", 2.0)].interval.median
+    0.2
+    """
+    vary = results.rules.get("vary", "audio_s")
+    points: Dict[Tuple[str, float], List[Measurement]] = {}
+    for m in results.records:
+        if m.cell.setting == setting:
+            points.setdefault((m.cell.variant or m.cell.model, x_value(m, vary)), []).append(m)
+    priors = spread_priors(results.records, cpu=True)
+    out = {}
+    for key, runs in points.items():
+        cost = cpu_cost_over_runs(runs, prior=priors.get(worker_group(runs[0])))
+        if cost is not None:
+            out[key] = cost
+    return out
 
 
 @dataclass(frozen=True)
@@ -90,7 +125,8 @@ def analyse(results: Results) -> ComparisonSummary:
     settings = []
     for device, threads in settings_of(results):
         series = build_series(results, (device, threads))
-        settings.append(CompareSetting(device, threads, series, find_crossovers(series)))
+        settings.append(CompareSetting(device, threads, series, find_crossovers(series),
+                                       cpu_costs(results, (device, threads))))
     first = results.records[0] if results.records else None
     rules = results.rules
     return ComparisonSummary(

@@ -14,6 +14,17 @@ Metrics:
 - ``peak_memory``: the peak of the memory call (process resident peak on
   CPU, allocator peak on CUDA), one value per run.
 
+On CPU time when the load explains the wall time. A cell measured on the
+CPU whose runs kept their CPU times (``cpu_s``, all the worker's threads)
+is judged on its CPU cost (CPU time / audio seconds) instead of its RTF
+when other processes kept at least
+:data:`~sbprof.analysis.runs.LOAD_EXPLAINS` cores busy beside either
+side's runs and the CPU-time ratio's interval is narrower than the
+wall-time one (:func:`~sbprof.analysis.runs.load_explains_widths`, the
+rule adaptive repeats follow): a run that waited for a core is slower in
+wall time without the code being slower, and that waiting, not the model,
+made the wall-time spread. The row says so (``judged on CPU time``).
+
 Too few runs. A run-level verdict needs at least 4 runs a side at 95%
 (between-process noise, ~10% here, cannot be seen in fewer). Such a cell is
 reported as ``too few runs`` and, by default, *not judged*: the gate then
@@ -35,6 +46,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from sbprof.analysis.verdict import Verdict, compare_runs, run_statistic
 from sbprof.base.errors import ConfigError
 from sbprof.analysis.figures import peak_gb
+from sbprof.analysis.runs import has_cpu, load_explains_widths, others_load
 from sbprof.record import Measurement
 from sbprof.record.results import Results, differences
 
@@ -98,6 +110,8 @@ def run_samples(records: Sequence[Measurement], metric: str) -> List[List[float]
             if not m.audio_seconds:
                 raise ConfigError(f"{m.label}: no audio seconds recorded, so no RTF; use --metric peak_memory")
             runs.append([s / m.audio_seconds for s in m.wall_s])
+        elif metric == "cpu_cost":
+            runs.append([s / m.audio_seconds for s in m.cpu_s] if has_cpu(m) and m.audio_seconds else [])
         else:
             peak = peak_gb(m)
             if peak is not None:
@@ -116,6 +130,7 @@ class GateRow:
     verdict: Optional[Verdict] = None
     method: str = RUN_LEVEL
     note: str = ""
+    on_cpu: bool = False
 
 
 def describe_row(row: GateRow) -> str:
@@ -132,7 +147,7 @@ def describe_row(row: GateRow) -> str:
         how = f"runs, each run's {v.statistic}" if row.method == RUN_LEVEL else "samples"
         text += (f", new/baseline {v.ratio:.3f} [{v.low:.3f}, {v.high:.3f}] at {100 * v.confidence:.1f}% "
                  f"({v.baseline_runs} vs {v.candidate_runs} {how}; {row.method})")
-    if row.note and (row.verdict is None or row.method != RUN_LEVEL):
+    if row.note and (row.verdict is None or row.method != RUN_LEVEL or row.on_cpu):
         text += f" ({row.note})" if row.verdict is None else f"; {row.note}"
     return text
 
@@ -190,6 +205,12 @@ def _judge(key: Tuple, base: List[Measurement], cand: List[Measurement], metric:
     need = min_runs(confidence)
     if min(len(b_runs), len(c_runs)) >= need:
         v = compare_runs(b_runs, c_runs, threshold, confidence, statistic=statistic)
+        on_cpu = _on_cpu(base, cand, v, metric, threshold, confidence, statistic) if metric == "rtf" else None
+        if on_cpu is not None:
+            cpu, load = on_cpu
+            return GateRow(name, cpu.verdict, **counts, verdict=cpu, on_cpu=True,
+                           note=f"judged on CPU time: load {load:.1f} beside the run explains the wall-time spread "
+                                f"(wall time: {v.ratio:.3f} [{v.low:.3f}, {v.high:.3f}], {v.verdict})")
         return GateRow(name, v.verdict, **counts, verdict=v)
     short = f"{len(b_runs)} baseline / {len(c_runs)} new run(s); a run-level verdict needs {need} a side"
     if not within_run:
@@ -200,6 +221,24 @@ def _judge(key: Tuple, base: List[Measurement], cand: List[Measurement], metric:
         return GateRow(name, "too few runs", **counts, method=WITHIN_RUN, note=f"{short}; too few samples too")
     v = compare_runs(flat_b, flat_c, threshold, confidence)
     return GateRow(name, v.verdict, **counts, verdict=v, method=WITHIN_RUN, note=short)
+
+
+def _width(v: Verdict) -> float:
+    """Relative half-width of a ratio interval (on the log scale, as the ratio is estimated)."""
+    return math.log(v.high / v.low) / 2 if v.low > 0 and v.high > 0 else math.inf
+
+
+def _on_cpu(base: List[Measurement], cand: List[Measurement], wall: Verdict, metric: str, threshold: float,
+            confidence: float, statistic: str) -> Optional[Tuple[Verdict, float]]:
+    """The CPU-time verdict and the load, when others' load explains the wall-time spread (module docstring)."""
+    b_ok, c_ok = [m for m in base if m.ok], [m for m in cand if m.ok]
+    if not all(has_cpu(m) for m in b_ok + c_ok):
+        return None
+    loads = [x for x in (others_load(b_ok), others_load(c_ok)) if x is not None]
+    load = max(loads) if loads else None
+    cpu = compare_runs(run_samples(b_ok, "cpu_cost"), run_samples(c_ok, "cpu_cost"), threshold, confidence,
+                       statistic=statistic)
+    return (cpu, load) if load_explains_widths(load, _width(wall), _width(cpu)) else None
 
 
 def gate(baseline: Results, candidate: Results, metric: str = "rtf", threshold: float = 0.05,

@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from sbprof.analysis.intervals import RunsSummary, SpreadPrior, summarise_runs
+from sbprof.analysis.intervals import RunInterval, RunsSummary, SpreadPrior, summarise_runs
 from sbprof.analysis.figures import batch_audio_seconds
 from sbprof.record import Cell, Measurement
 
@@ -50,16 +50,29 @@ def run_figure(m: Measurement) -> float:
     return statistics.median(m.wall_s)
 
 
+def cpu_figure(m: Measurement) -> float:
+    """A run's median call in CPU time of the worker's threads (its CPU cost is this / its audio)."""
+    return statistics.median(m.cpu_s)
+
+
+def has_cpu(m: Measurement) -> bool:
+    """A successful CPU-device run that kept one CPU time per timed call (CUDA settings are judged on wall time)."""
+    return m.ok and bool(m.wall_s) and len(m.cpu_s) == len(m.wall_s) and not m.cell.device.startswith("cuda")
+
+
 def worker_group(m: Measurement) -> Tuple[str, str, str, int]:
     """The cells that share worker processes: one model (and variant) on one setting."""
     return m.cell.model, m.cell.variant or "", m.cell.device, m.cell.threads
 
 
-def spread_priors(records: Sequence[Measurement]) -> Dict[Tuple[str, str, str, int], Optional[SpreadPrior]]:
-    """Per :func:`worker_group`, the spread between runs pooled over its cells (what adaptive repeats used)."""
+def spread_priors(records: Sequence[Measurement], cpu: bool = False
+                  ) -> Dict[Tuple[str, str, str, int], Optional[SpreadPrior]]:
+    """Per :func:`worker_group`, the spread between runs pooled over its cells (what adaptive repeats used); of
+    the CPU-time figures with ``cpu``."""
     cells: Dict[Tuple[str, str, str, int], List[List[float]]] = {}
     for runs in group_runs(records).values():
-        cells.setdefault(worker_group(runs[0]), []).append([run_figure(m) for m in runs if m.ok and m.wall_s])
+        cells.setdefault(worker_group(runs[0]), []).append(
+            [cpu_figure(m) for m in runs if has_cpu(m)] if cpu else [run_figure(m) for m in runs if m.ok and m.wall_s])
     return {group: SpreadPrior.pooled(figures) for group, figures in cells.items()}
 
 
@@ -73,6 +86,65 @@ def rtf_over_runs(runs: Sequence[Measurement], confidence: float = 0.95,
     if not ok:
         return None
     return summarise_runs([[w / batch_audio_seconds(m) for w in m.wall_s] for m in ok], confidence, prior)
+
+
+def cpu_cost_over_runs(runs: Sequence[Measurement], confidence: float = 0.95,
+                       prior: Optional[SpreadPrior] = None) -> Optional[RunsSummary]:
+    """The CPU cost of a cell over its runs, summarised exactly as :func:`rtf_over_runs` summarises its RTF: each
+    call's CPU time of the worker's threads / its audio seconds (core-seconds per audio second). ``None`` when a
+    successful run kept no CPU times, or on CUDA.
+
+    Example
+    -------
+    >>> rs = [Measurement(label="c", cell=Cell(run=r), wall_s=[2.0, 2.0], cpu_s=[c, c], audio_seconds=10.0)
+    ...       for r, c in enumerate([1.0, 1.1, 0.9])]
+    >>> cpu_cost_over_runs(rs).interval.median
+    0.1
+    """
+    ok = [m for m in runs if m.ok and m.wall_s]
+    if not ok or not all(has_cpu(m) for m in ok):
+        return None
+    return summarise_runs([[c / batch_audio_seconds(m) for c in m.cpu_s] for m in ok], confidence, prior)
+
+
+LOAD_EXPLAINS = 0.5
+"""Others' mean load (runnable processes beside the worker) from which it may explain a cell's wall-time spread."""
+
+
+def others_load(runs: Sequence[Measurement]) -> Optional[float]:
+    """Cores other processes kept busy over a cell's timed windows (their CPU time summed, then divided by the
+    windows summed: one window is a few ticks); ``None`` when no run read it."""
+    timed = [m for m in runs if m.ok and m.extra.get("window_s")]
+    if not timed:
+        return None
+    return sum(m.extra.get("others_cpu_s", 0.0) for m in timed) / sum(m.extra["window_s"] for m in timed)
+
+
+def load_explains(load: Optional[float], wall: Optional[RunInterval], cpu: Optional[RunInterval]) -> bool:
+    """Whether precision is judged on CPU time: others' load beside the run was at least :data:`LOAD_EXPLAINS`
+    runnable processes AND the CPU-time interval is narrower (relative half-width) than the wall-time one, so
+    the wall-time spread is the waiting for a core, not the model's work.
+
+    Example
+    -------
+    >>> w = RunInterval(1.0, 0.8, 1.2, 0.95, 0.8, 1.2, 0.9, 4)
+    >>> c = RunInterval(1.0, 0.97, 1.03, 0.95, 0.97, 1.03, 0.9, 4)
+    >>> load_explains(1.3, w, c), load_explains(0.2, w, c), load_explains(1.3, c, w)
+    (True, False, False)
+    """
+    return (wall is not None and cpu is not None and cpu.confidence > 0
+            and load_explains_widths(load, wall.half_width_rel, cpu.half_width_rel))
+
+
+def load_explains_widths(load: Optional[float], wall_width: float, cpu_width: float) -> bool:
+    """:func:`load_explains` on two relative widths (of intervals, or of a gate's ratio intervals).
+
+    Example
+    -------
+    >>> load_explains_widths(1.0, 0.3, 0.05), load_explains_widths(None, 0.3, 0.05)
+    (True, False)
+    """
+    return load is not None and load >= LOAD_EXPLAINS and cpu_width < wall_width
 
 
 def median_over_runs(runs: Sequence[Measurement], value: Any) -> Optional[float]:

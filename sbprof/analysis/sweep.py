@@ -24,8 +24,8 @@ from sbprof.analysis.predictions import (CellPrediction, ShownPrediction, held_o
                                          shown_predictions)
 from sbprof.record import STATUSES, Env, Measurement
 from sbprof.record.results import Results
-from sbprof.analysis.runs import (NoiseFloor, group_runs, median_over_runs, noise_floor, representative, rtf_over_runs,
-                         spread_priors, worker_group)
+from sbprof.analysis.runs import (NoiseFloor, cpu_cost_over_runs, group_runs, load_explains, median_over_runs,
+                                  noise_floor, others_load, representative, rtf_over_runs, spread_priors, worker_group)
 from sbprof.base.stats import Stats, summarise
 
 GridKey = Tuple[float, int]
@@ -69,6 +69,17 @@ class SweepCell:
     added_bytes: Optional[float] = None
     peak_bytes: Optional[float] = None
     predicted: Dict[str, ShownPrediction] = field(default_factory=dict)
+    cpu_one_run: Optional[Stats] = None
+    cpu_over_runs: Optional[RunsSummary] = None
+    others_load: Optional[float] = None
+    judged_on_cpu: bool = False
+
+    @property
+    def cpu_cost(self) -> Optional[float]:
+        """Core-seconds per audio second (median over runs, or over one run's calls); ``None`` on CUDA."""
+        if self.cpu_over_runs is not None:
+            return self.cpu_over_runs.interval.median
+        return None if self.cpu_one_run is None else self.cpu_one_run.median
 
 
 @dataclass(frozen=True)
@@ -111,6 +122,10 @@ class SweepSetting:
     levels: Tuple[int, ...]
     formula: Optional[str]
     held_out: Dict[str, HeldOutReport]
+    cpu_cost_median: Optional[float] = None
+    judged_on_cpu: int = 0
+    judged_load: Optional[float] = None
+    missed: Tuple[GridKey, ...] = ()
 
     @property
     def on_cuda(self) -> bool:
@@ -193,17 +208,25 @@ def _busy(m: Measurement) -> Optional[BusyRtf]:
 
 
 def _cell(runs: Sequence[Measurement], predictions: Dict[str, CellPrediction],
-          prior: Optional[SpreadPrior]) -> SweepCell:
+          prior: Optional[SpreadPrior], cpu_prior: Optional[SpreadPrior] = None) -> SweepCell:
     rep = representative(runs)
     ok = [m for m in runs if m.ok and m.wall_s]
     if not ok:
         return SweepCell(status=rep.status, runs=0, message=rep.message,
                          predicted=shown_predictions(rep.cell.grid_key, predictions))
-    summary = rtf_over_runs(ok, float(rep.settings.get("repeats", {}).get("confidence", 0.95)), prior)
+    confidence = float(rep.settings.get("repeats", {}).get("confidence", 0.95))
+    summary = rtf_over_runs(ok, confidence, prior)
+    cpu = cpu_cost_over_runs(ok, confidence, cpu_prior)
+    load = others_load(ok)
+    # Others' load explains the wall-time spread: precision is judged on CPU time, as adaptive repeats did.
+    on_cpu = len(ok) > 1 and load_explains(load, summary.interval, cpu.interval if cpu else None)
+    judged = cpu.interval if on_cpu and cpu is not None else summary.interval
     policy = rep.settings.get("repeats", {})
     target = policy.get("target") if policy.get("runs") == "adaptive" else None
-    missed = target is not None and len(ok) > 1 and not (
-        summary.interval.confidence >= float(policy.get("confidence", 0.95)) and summary.interval.within(target))
+    # Fewer runs than the policy's minimum (a run stopped by its time budget) did not reach the target either.
+    least = min(int(policy.get("min_runs") or 1), int(policy.get("max_runs") or 1))
+    missed = target is not None and (len(ok) < least or len(ok) > 1 and not (
+        judged.confidence >= float(policy.get("confidence", 0.95)) and judged.within(target)))
     memory = "cuda" if rep.cell.device.startswith("cuda") else "rss"
     return SweepCell(
         status=rep.status, runs=len(ok), message=rep.message,
@@ -214,7 +237,10 @@ def _cell(runs: Sequence[Measurement], predictions: Dict[str, CellPrediction],
         added_bytes=median_over_runs(ok, lambda m: getattr(m.memory, f"peak_{memory}_delta_bytes", None)
                                      if m.memory else None),
         peak_bytes=median_over_runs(ok, lambda m: getattr(m.memory, f"peak_{memory}_bytes", None)
-                                    if m.memory else None))
+                                    if m.memory else None),
+        cpu_one_run=summarise([c / batch_audio_seconds(ok[0]) for c in ok[0].cpu_s])
+        if cpu is not None and len(ok) == 1 else None,
+        cpu_over_runs=cpu if cpu is not None and len(ok) > 1 else None, others_load=load, judged_on_cpu=on_cpu)
 
 
 def _others(groups: List[List[Measurement]], threads: int, cores: Optional[int]) -> Optional[OthersLoad]:
@@ -234,12 +260,12 @@ def _others(groups: List[List[Measurement]], threads: int, cores: Optional[int])
 def _setting(device: str, threads: int, records: List[Measurement], references: List[Measurement],
              predicted: Dict[Tuple[GridKey, str], Any], validate: bool) -> SweepSetting:
     groups = list(group_runs(records).values())
-    priors = spread_priors(records)
+    priors, cpu_priors = spread_priors(records), spread_priors(records, cpu=True)
     cells = {}
     for runs in groups:
         key = runs[0].cell.grid_key
         cells[key] = _cell(runs, {figure: p for (k, figure), p in predicted.items() if k == key},
-                           priors[worker_group(runs[0])])
+                           priors[worker_group(runs[0])], cpu_priors[worker_group(runs[0])])
     loads = [m.extra["loadavg_1m"] for m in records if "loadavg_1m" in m.extra]
     ok = [c for c in cells.values() if c.runs]
     policy = next((representative(runs).settings.get("repeats", {}) for runs in groups
@@ -249,6 +275,8 @@ def _setting(device: str, threads: int, records: List[Measurement], references: 
     spreads = [c.over_runs.run_cv for c in several if c.over_runs.run_cv is not None]
     reports = held_out_validation(records) if validate else {}
     cores = next((m.env.cpu_count for m in records if m.env is not None), None)
+    costs = [c.cpu_cost for c in ok if c.cpu_cost is not None]
+    on_cpu = [c.others_load for c in several if c.judged_on_cpu]
     return SweepSetting(
         device=device, threads=threads, cells=cells, cores=cores,
         loads=(min(loads), max(loads)) if loads else None, others=_others(groups, threads, cores),
@@ -257,7 +285,10 @@ def _setting(device: str, threads: int, records: List[Measurement], references: 
         met=sum(1 for c in several if not c.target_missed),
         levels=tuple(sorted({round(100 * c.over_runs.interval.confidence) for c in several})),
         formula=next((p.formula for (_, figure), p in predicted.items() if figure == "time_s"), None),
-        held_out={figure: r for (s, figure), r in reports.items() if s == (device, threads)})
+        held_out={figure: r for (s, figure), r in reports.items() if s == (device, threads)},
+        cpu_cost_median=statistics.median(costs) if costs else None, judged_on_cpu=len(on_cpu),
+        judged_load=statistics.median(on_cpu) if on_cpu else None,
+        missed=tuple(sorted(k for k, c in cells.items() if c.target_missed)))
 
 
 def _plot(records: Sequence[Measurement]) -> List[PlotLine]:

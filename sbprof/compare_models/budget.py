@@ -8,7 +8,9 @@ worker processes (the comparison runner), then:
 - otherwise measures a new set of runs in a scratch folder and hands both
   to the regression gate (:func:`sbprof.analysis.gate.gate`): status
   ``failed`` when the cell regressed beyond ``threshold`` (the gate's
-  run-level verdict), else ``passed``.
+  run-level verdict), else ``passed``. Like the gate, it decides on CPU
+  time when other processes' load beside the runs explains their wall-time
+  spread, and its message says so (``judged on CPU time: load ...``).
 
 Runs must be at least 4 (at 95%): fewer cannot show between-process noise.
 Cells are matched on the budget's name, so a baseline committed to a

@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Prot
 from sbprof.analysis.intervals import RepeatPolicy, SpreadPrior
 from sbprof.base.errors import ConfigError
 from sbprof.record import Cell, Measurement
-from sbprof.analysis.runs import run_figure
+from sbprof.analysis.runs import cpu_figure, has_cpu, load_explains, others_load, run_figure
 from sbprof.record.results import Results
 
 FAILED = ("oom", "error")
@@ -179,32 +179,50 @@ def needs_measuring(view: StoreView, cell: Cell) -> bool:
     return stored.status == "skipped"
 
 
-def stored_figures(view: StoreView, cell: Cell) -> List[float]:
-    """The figures of ``cell``'s runs stored so far, from run 0 up to the first missing or failed one."""
-    figures: List[float] = []
+def stored_runs(view: StoreView, cell: Cell) -> List[Measurement]:
+    """The records of ``cell``'s runs stored so far, from run 0 up to the first missing or failed one."""
+    runs: List[Measurement] = []
     while True:
-        m = view.get(replace(cell, run=len(figures)))
+        m = view.get(replace(cell, run=len(runs)))
         if m is None or not m.ok or not m.wall_s:
-            return figures
-        figures.append(run_figure(m))
+            return runs
+        runs.append(m)
 
 
-def next_run(view: StoreView, cell: Cell, policy: RepeatPolicy, prior: Optional[SpreadPrior] = None) -> Optional[Cell]:
+def stored_figures(view: StoreView, cell: Cell, cpu: bool = False) -> List[float]:
+    """The figures of ``cell``'s runs stored so far (:func:`stored_runs`): wall time, or with ``cpu`` CPU time
+    (empty when a run kept none)."""
+    runs = stored_runs(view, cell)
+    if cpu:
+        return [cpu_figure(m) for m in runs] if all(has_cpu(m) for m in runs) else []
+    return [run_figure(m) for m in runs]
+
+
+def next_run(view: StoreView, cell: Cell, policy: RepeatPolicy, prior: Optional[SpreadPrior] = None,
+             cpu_prior: Optional[SpreadPrior] = None) -> Optional[Cell]:
     """The next run of ``cell`` to measure (its coordinates), or ``None`` when it has enough runs.
 
     Run 0 when nothing is stored (or a failure is retried); a cell whose
     first run failed is not repeated; otherwise the policy decides from the
-    figures of the runs stored so far (``prior``: the spread of its group).
+    figures of the runs stored so far (``prior``: the spread of its group):
+    their wall times, or their CPU times when other processes' load explains
+    the wall-time spread (:func:`~sbprof.analysis.runs.load_explains`; a
+    busy machine then stops the cell once the model's own work is pinned).
     """
     base = replace(cell, run=0)
     if needs_measuring(view, base):
         return base
     if not view.get(base).ok:
         return None
-    figures = stored_figures(view, cell)
-    if not policy.decide(figures, prior).add_run:
+    runs = stored_runs(view, cell)
+    decision = policy.decide([run_figure(m) for m in runs], prior)
+    if decision.add_run and runs and all(has_cpu(m) for m in runs):
+        on_cpu = policy.decide([cpu_figure(m) for m in runs], cpu_prior)
+        if load_explains(others_load(runs), decision.interval, on_cpu.interval):
+            decision = on_cpu
+    if not decision.add_run:
         return None
-    return replace(cell, run=len(figures))
+    return replace(cell, run=len(runs))
 
 
 def refuse_runs_beyond(view: StoreView, cells: Sequence[Cell], policy: RepeatPolicy) -> None:
@@ -239,7 +257,9 @@ def interleaved_passes(view: StoreView, groups: Callable[[], Sequence[Group]], p
             refuse_runs_beyond(view, group.cells, policy)
             # The group's cells share worker processes: their pooled spread steadies each cell's own.
             prior = SpreadPrior.pooled(stored_figures(view, cell) for cell in group.cells)
-            wanted = [c for c in (next_run(view, cell, policy, prior) for cell in group.cells) if c is not None]
+            cpu_prior = SpreadPrior.pooled(stored_figures(view, cell, cpu=True) for cell in group.cells)
+            wanted = [c for c in (next_run(view, cell, policy, prior, cpu_prior) for cell in group.cells)
+                      if c is not None]
             if not wanted:
                 continue
             random.Random(seed + pass_index).shuffle(wanted)  # a new order each pass

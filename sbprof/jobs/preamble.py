@@ -17,6 +17,11 @@ Every job's YAML starts from the same preamble; its own keys come after:
   until the cell's interval is within ``target`` of its median).
 - ``timeout_s``: a worker silent this long inside one cell (or while loading)
   is stopped and the cell recorded as hung.
+- ``time_budget_s``: the whole run's wall-clock budget; ``null`` (default):
+  unbounded. No new batch (worker process) starts once it would end past
+  the budget (judged from the longest batch so far); a running one is never
+  stopped. The results stay resumable, and the report names the cells that
+  did not reach their precision target.
 - ``output_folder``: where the results go (relative to the working directory).
 
 Run options on the command line, the same for every job: ``--device``,
@@ -39,7 +44,7 @@ from sbprof.base.yamlconfig import check_keys, load_yaml
 
 REPEAT_KEYS = ("runs", "target", "min_runs", "max_runs", "confidence")
 KEYS = ("devices", "cpu_threads", "cuda_threads", "seed", "warmup", "measured", "repeats", "timeout_s",
-        "output_folder")
+        "time_budget_s", "output_folder")
 SCHEMA: Dict[str, Any] = {**{k: None for k in KEYS}, "repeats": {k: None for k in REPEAT_KEYS}}
 FLAGS = ("noprogressbar", "retry_failed")
 VALUES = ("device",)
@@ -107,6 +112,7 @@ class Preamble(Codec):
     repeats: Repeats
     output_folder: str
     timeout_s: float = DEFAULT_TIMEOUT_S
+    time_budget_s: Optional[float] = None
     progress_bar: bool = True
     retry_failed: bool = False
     warnings: Tuple[str, ...] = ()
@@ -240,6 +246,22 @@ def check_timeout(value: Any, where: str) -> float:
     return float(value)
 
 
+def check_time_budget(value: Any, where: str) -> Optional[float]:
+    """``time_budget_s``: ``None`` (unbounded) or a positive, finite number of seconds.
+
+    Example
+    -------
+    >>> check_time_budget(None, "p.yaml"), check_time_budget(90, "p.yaml")
+    (None, 90.0)
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+        raise ConfigError(f"{where}: time_budget_s must be a positive number of seconds or null (unbounded), "
+                          f"got {value!r}")
+    return float(value)
+
+
 def load_tree(path: Any, overrides: Optional[Mapping[str, Any]], schema: Dict[str, Any]) -> Mapping[str, Any]:
     """A job's YAML file with the command line's overrides merged in, every key checked against ``schema``.
 
@@ -282,6 +304,7 @@ def check_preamble(tree: Mapping[str, Any], where: str, run_options: Optional[Ma
         output_folder=check_output_folder(tree.get("output_folder", defaults.output_folder), where,
                                           defaults.output_folder),
         timeout_s=check_timeout(tree.get("timeout_s"), where),
+        time_budget_s=check_time_budget(tree.get("time_budget_s"), where),
         progress_bar=not options.get("noprogressbar", False),
         retry_failed=bool(options.get("retry_failed", False)),
         warnings=tuple(warnings),

@@ -25,6 +25,7 @@ from __future__ import annotations
 import shutil
 import signal
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -219,7 +220,7 @@ def run_job(plan: Plan, output_folder: str, *, retry_failed: bool = False, progr
             timeout_s: Optional[float] = None, render: Optional[Render] = None,
             derive: Optional[Callable[[Measurement], Dict[str, Any]]] = None,
             summarise: Optional[Callable[[Results], Dict[str, Any]]] = None,
-            log: Callable[[str], None] = print) -> Outcome:
+            log: Callable[[str], None] = print, time_budget_s: Optional[float] = None) -> Outcome:
     """Measure every missing record of ``plan`` into ``output_folder`` (see the module docstring).
 
     Arguments
@@ -238,6 +239,9 @@ def run_job(plan: Plan, output_folder: str, *, retry_failed: bool = False, progr
         Figures written beside each record and in a ``summary`` block of ``results.json``.
     log : callable
         Receives one line per notable event.
+    time_budget_s : float, optional
+        The run's wall-clock budget: no batch starts that would end past it, judged from the longest batch so far
+        (:class:`Budget`); a running batch is never stopped. ``None``: unbounded.
 
     Raises
     ------
@@ -249,7 +253,8 @@ def run_job(plan: Plan, output_folder: str, *, retry_failed: bool = False, progr
     created = not Path(output_folder).exists()
     folder = prepare_output_folder(output_folder)
     try:
-        return _run_locked(plan, folder, retry_failed, progress_bar, timeout_s, render, derive, summarise, log)
+        return _run_locked(plan, folder, retry_failed, progress_bar, timeout_s, render, derive, summarise, log,
+                           Budget(time_budget_s))
     except ConfigError:
         # Bad input found only once running (e.g. by the model's worker): a folder this run made and
         # that holds no result goes, so bad input leaves nothing behind.
@@ -274,9 +279,43 @@ def _remove_if_made(folder: Path, created: bool) -> bool:
     return False
 
 
+class Budget:
+    """The run's time budget: whether one more batch fits, from the longest batch so far (none: it fits).
+
+    Example
+    -------
+    >>> b = Budget(10.0, start=0.0)
+    >>> b.took(4.0); b.fits(now=5.0), b.fits(now=7.0)
+    (True, False)
+    >>> Budget(None).fits()
+    True
+    """
+
+    def __init__(self, seconds: Optional[float], start: Optional[float] = None):
+        self.seconds = seconds
+        self.start = time.monotonic() if start is None else start
+        self.longest = 0.0
+
+    def took(self, seconds: float) -> None:
+        self.longest = max(self.longest, seconds)
+
+    def fits(self, now: Optional[float] = None) -> bool:
+        if self.seconds is None:
+            return True
+        elapsed = (time.monotonic() if now is None else now) - self.start
+        return elapsed + self.longest <= self.seconds
+
+    def stopped(self, now: Optional[float] = None) -> str:
+        elapsed = (time.monotonic() if now is None else now) - self.start
+        return (f"time budget: stopped after {elapsed:.0f} s of the {self.seconds:g} s budget (time_budget_s), "
+                f"before a batch that would have ended past it (the longest so far took {self.longest:.0f} s); "
+                "run again to resume")
+
+
 def _run_locked(plan: Plan, folder: Path, retry_failed: bool, progress_bar: bool, timeout_s: Optional[float],
                 render: Optional[Render], derive: Optional[Callable[[Measurement], Dict[str, Any]]],
-                summarise: Optional[Callable[[Results], Dict[str, Any]]], log: Callable[[str], None]) -> Outcome:
+                summarise: Optional[Callable[[Results], Dict[str, Any]]], log: Callable[[str], None],
+                budget: Optional[Budget] = None) -> Outcome:
     with sigterm_interrupts(), FolderLock(folder):
         store = ResultStore(folder, plan.header(), derive=derive, summarise=summarise)
         # Placeholders (cells a rule skipped) are not results kept from before.
@@ -288,8 +327,15 @@ def _run_locked(plan: Plan, folder: Path, retry_failed: bool, progress_bar: bool
         run = _Run(plan, store, outcome, retry_failed, progress_bar, timeout_s, log)
         changed = refused = False
         try:
+            budget = budget or Budget(None)
             for step in plan.steps(run.view):
+                if isinstance(step, Batch) and not budget.fits():
+                    run.note(budget.stopped())  # a running batch is never stopped: only new ones are not started
+                    break
+                started = time.monotonic()
                 stored = run.records(step) if isinstance(step, Records) else run.batch(step)
+                if isinstance(step, Batch):
+                    budget.took(time.monotonic() - started)
                 changed = changed or stored
                 if render is not None and stored and isinstance(step, Batch):
                     outcome.outputs.update(render(store.snapshot()))
@@ -317,7 +363,8 @@ def run_config(job: Job, cfg: Any, log: Callable[[str], None] = print) -> Outcom
     return run_job(job.plan(cfg), pre.output_folder, retry_failed=pre.retry_failed,
                    progress_bar=pre.progress_bar, timeout_s=pre.timeout_s,
                    render=lambda results: reports(job, results, pre.output_folder), derive=job.derive,
-                   summarise=lambda results: summary_block(job, results), log=log)
+                   summarise=lambda results: summary_block(job, results), log=log,
+                   time_budget_s=pre.time_budget_s)
 
 
 def check_run_options(options: Dict[str, Any]) -> None:

@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Union
 
 from sbprof.analysis.compare_models import CompareSetting, ComparisonSummary, VariantSetup
+from sbprof.analysis.intervals import RunsSummary
 from sbprof.analysis.series import VARIED, Crossover, Point, Series
 from sbprof.record.cell import setting_name
 from sbprof.report.cells_csv import render_csv
 from sbprof.report.format import known, plural, sig3, status_text, table
+from sbprof.report.sweep_cells import CPU_COST
 from sbprof.report.plot import Line, growth_label, render_series_plots
 from sbprof.base.stats import METRICS
 
@@ -60,6 +62,21 @@ def _energy_cell(p: Point) -> str:
     if p.energy is None:
         return "n/a"
     return p.energy.describe() if p.energy.measurable else "not measurable"
+
+
+def cpu_cost_cell(cost: Optional[RunsSummary]) -> str:
+    """A point's CPU cost: ``median [low, high]`` over runs (the median alone from one run), ``n/a`` without one.
+
+    Example
+    -------
+    >>> from sbprof.analysis.intervals import summarise_runs
+    >>> cpu_cost_cell(summarise_runs([[0.2], [0.2]])), cpu_cost_cell(None)
+    ('0.200 [0.200, 0.200]', 'n/a')
+    """
+    if cost is None:
+        return "n/a"
+    i = cost.interval
+    return sig3(i.median) if i.runs < 2 else f"{sig3(i.median)} [{sig3(i.low)}, {sig3(i.high)}]"
 
 
 def _setup_lines(summary: ComparisonSummary) -> List[str]:
@@ -133,20 +150,24 @@ def _setting_lines(summary: ComparisonSummary, setting: CompareSetting, plots: D
         for p in s.points:
             rows.append([s.variant, x_text(p.x, vary), latency_text(p),
                          f"{p.runs}" + (f" ({sig3(p.run_min_s * MS)}-{sig3(p.run_max_s * MS)})" if p.runs > 1 else ""),
-                         sig3(p.rtfx) if p.rtfx else "n/a", _memory_mb(p.batch_memory_gb),
+                         sig3(p.rtfx) if p.rtfx else "n/a", cpu_cost_cell(setting.cpu_cost(s.variant, p.x)),
+                         _memory_mb(p.batch_memory_gb),
                          "n/a" if p.peak_memory_gb is None else f"{p.peak_memory_gb:.3f}", _energy_cell(p)])
-        rows += [[s.variant, x_text(x, vary), status_text(m) or "no samples", "", "", "", "", ""]
+        rows += [[s.variant, x_text(x, vary), status_text(m) or "no samples", "", "", "", "", "", ""]
                  for x, m in s.failures]
     return lines + [
         "", f"{heading} Per point", "",
         f"Latency: {METRICS['wall_s'].definition}, in ms: median over runs of each run's median "
         "[first, third quartile of all calls]; runs: fresh worker processes (smallest-largest run median). "
-        f"RTFx = {METRICS['rtfx'].definition}, from the median latency. Memory added = "
+        f"RTFx = {METRICS['rtfx'].definition}, from the median latency. {CPU_COST}, in core-seconds per audio "
+        "second (= core-hours per hour of audio, the same ratio): median over runs [its interval over runs, "
+        "computed as the sweep's RTF interval]; n/a on CUDA, where the latency (synchronised) is the figure. "
+        "Memory added = "
         f"{METRICS['peak_rss_delta_bytes'].definition} (on CUDA: the allocator's). Peak = "
         f"{METRICS['peak_rss_bytes'].definition} (on CUDA: the allocator's). Energy per call: each domain's "
         "joules over the measured calls and the memory call, divided by their number, with the average "
         "watts.", "",
-        table(rows, ["variant", VARIED.get(vary, vary), "latency ms", "runs", "RTFx", "memory added MB",
+        table(rows, ["variant", VARIED.get(vary, vary), "latency ms", "runs", "RTFx", "CPU cost", "memory added MB",
                      "peak GB", "energy per call"])]
 
 

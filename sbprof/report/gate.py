@@ -12,7 +12,7 @@ def render_gate(report: GateReport) -> str:
         v = r.verdict
         change = f"{v.ratio:.3f} [{v.low:.3f}, {v.high:.3f}]" if v else "n/a"
         how = "run-level" if r.method == RUN_LEVEL else "WITHIN-RUN"
-        why = [v.reason if v else "", r.note if r.note and (not v or r.method != RUN_LEVEL) else ""]
+        why = [v.reason if v else "", r.note if r.note and (not v or r.method != RUN_LEVEL or r.on_cpu) else ""]
         rows.append([r.cell, r.status, change, f"{r.baseline_runs} / {r.candidate_runs}", how,
                      "; ".join(w for w in why if w)])
     lines = [f"sbprof compare: {report.metric} ({GATE_METRICS[report.metric]}), each run's {report.statistic}; "
@@ -20,6 +20,10 @@ def render_gate(report: GateReport) -> str:
              "interval excluding no change",
              "", table(rows, ["cell", "verdict", "new / baseline [interval]", "runs base / new", "how", "why"]), "",
              ", ".join(f"{n} {status}" for status, n in report.verdict_counts.items())]
+    on_cpu = [r for r in report.rows if r.on_cpu]
+    if on_cpu:
+        lines.append(f"{len(on_cpu)} cell(s) judged on CPU time (CPU time of the worker's threads / audio seconds): "
+                     "other processes' load beside the runs explained their wall-time spread.")
     if any(r.method != RUN_LEVEL and r.verdict for r in report.rows):
         lines.append("WITHIN-RUN rows treat every call as a sample: between-process noise (~10% here) is unseen, "
                      "so they flag unchanged code far more often than the stated level.")

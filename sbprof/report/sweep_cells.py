@@ -13,6 +13,11 @@ from tabulate import tabulate
 from sbprof.analysis.sweep import GridKey, SweepCell
 from sbprof.report.format import MESSAGE_CHARS, bytes_in, plural, sig3, status_text
 
+CPU_COST = ("CPU cost = CPU time of the worker's threads / audio seconds: what a CPU core spends to serve this model, "
+            "independent of waiting for a core; with several threads it includes threads that spin while waiting "
+            "(OpenMP)")
+
+
 Render = Callable[[SweepCell], str]
 Predicted = Callable[[SweepCell], Optional[str]]
 
@@ -50,11 +55,31 @@ def rtf_text(cell: SweepCell) -> str:
     when runs were left out of the spread), ``*`` above target."""
     if cell.one_run is not None:
         s = cell.one_run
-        return f"{sig3(s.median)} [{sig3(s.q1)}, {sig3(s.q3)}]"
+        return f"{sig3(s.median)} [{sig3(s.q1)}, {sig3(s.q3)}]{'*' if cell.target_missed else ''}"
     i = cell.over_runs.interval
     runs = f"{cell.runs}, {plural(len(i.outliers), 'outlier')}" if i.outliers else str(cell.runs)
     return (f"{sig3(i.median)} [{sig3(i.low)}, {sig3(i.high)}] ±{50 * cell.over_runs.within_run_iqr_rel:.1f}% "
             f"({runs}){'*' if cell.target_missed else ''}")
+
+
+def cpu_cost_text(cell: SweepCell) -> str:
+    """A cell's CPU cost like its RTF (:func:`rtf_text`); ``(judged)`` marks the cells whose precision was judged
+    on it; ``n/a`` where no CPU time was kept.
+
+    Example
+    -------
+    >>> from sbprof.base.stats import summarise
+    >>> cpu_cost_text(SweepCell(status="ok", runs=1, cpu_one_run=summarise([0.1, 0.2, 0.3])))
+    '0.200 [0.150, 0.250]'
+    """
+    if cell.cpu_one_run is not None:
+        s = cell.cpu_one_run
+        return f"{sig3(s.median)} [{sig3(s.q1)}, {sig3(s.q3)}]{'*' if cell.target_missed else ''}"
+    if cell.cpu_over_runs is None:
+        return "n/a"
+    i = cell.cpu_over_runs.interval
+    return (f"{sig3(i.median)} [{sig3(i.low)}, {sig3(i.high)}] ±{50 * cell.cpu_over_runs.within_run_iqr_rel:.1f}% "
+            f"({cell.runs}){' (judged)' if cell.judged_on_cpu else ''}{'*' if cell.target_missed else ''}")
 
 
 def rtfx_text(cell: SweepCell) -> str:

@@ -18,8 +18,8 @@ from tabulate import tabulate
 
 from sbprof.analysis.sweep import SweepModel, SweepSetting, SweepSummary
 from sbprof.record import Env
-from sbprof.report.format import plural
-from sbprof.report.sweep_cells import (busy_text, grid_table, memory_text, prediction_text, rtf_text,
+from sbprof.report.format import plural, sig3
+from sbprof.report.sweep_cells import (CPU_COST, busy_text, cpu_cost_text, grid_table, memory_text, prediction_text, rtf_text,
                                        rtfx_prediction_text, rtfx_text)
 from sbprof.base.stats import METRICS
 
@@ -80,16 +80,24 @@ def _noise_text(s: SweepSetting) -> List[str]:
 
 
 def _repeats_text(s: SweepSetting) -> List[str]:
-    """The repeats line of a setting."""
+    """The repeats line of a setting, naming the cells that did not reach the precision target."""
     counts = s.run_counts
-    if not counts or counts[-1] == 1:
+    if not counts or (counts[-1] == 1 and s.target is None):
         return []
     text = (f"Runs: each cell was measured in {counts[0]}-{counts[-1]} fresh worker processes, interleaved over "
             "cells and settings" if len(counts) > 1 else
-            f"Runs: each cell was measured in {counts[0]} fresh worker processes, interleaved over cells and settings")
+            f"Runs: each cell was measured in {plural(counts[0], 'fresh worker process', 'fresh worker processes')}, "
+            "interleaved over cells and settings")
     if s.target is not None:
         text += (f"; adaptive repeats stopped a cell once its interval was within +-{100 * s.target:g} % of its median "
-                 f"or at {s.max_runs} runs: {s.met} of {s.measured_cells} cells met the target (`*` marks the others).")
+                 f"or at {s.max_runs} runs: {s.measured_cells - len(s.missed)} of {s.measured_cells} cells met the "
+                 "target (`*` marks the others).")
+        if s.judged_on_cpu:
+            text += (f" Precision judged on CPU time for {plural(s.judged_on_cpu, 'cell')}: load {s.judged_load:.1f} "
+                     "beside the run (other processes' load explained their wall-time spread).")
+        if s.missed:
+            text += (" Cells that did not reach the precision target (the cap of runs, or a run stopped by its time "
+                     "budget; run again to resume): " + ", ".join(f"{a:g} s x {b}" for a, b in s.missed) + ".")
     else:
         text += " (fixed repeats)."
     return ["", text]
@@ -110,6 +118,20 @@ def _rtf_definition(s: SweepSetting, n_measured: int) -> str:
         "batches alone would suggest.")
 
 
+def _cpu_cost_lines(model: SweepModel, s: SweepSetting, sub: str) -> List[str]:
+    """The CPU-cost table of a CPU setting (none on CUDA, where wall time with synchronisation is the figure)."""
+    if s.on_cuda or s.cpu_cost_median is None:
+        return []
+    load = f" (others' load beside it: {s.others.mean:.2f} cores)" if s.others is not None else ""
+    return ["", f"{sub} CPU cost (core-seconds per audio second)", "",
+            f"{CPU_COST}. Each cell as in the RTF table, on each call's CPU time instead of its wall time; the "
+            f"wall time and RTF above stay the figures a user waits for{load}. `(judged)`: adaptive repeats "
+            "judged this cell's precision on CPU time. Median over cells: "
+            f"{sig3(s.cpu_cost_median)} core-seconds per audio second = {sig3(s.cpu_cost_median)} core-hours per "
+            "hour of audio (the same ratio).",
+            "", grid_table(s.cells, model.audio_secs, model.batch_sizes, cpu_cost_text)]
+
+
 def _setting_section(model: SweepModel, s: SweepSetting, n_measured: int, heading: str) -> List[str]:
     audio_secs, batch_sizes = model.audio_secs, model.batch_sizes
     lines = ["", f"{heading} {s.device}, {plural(s.threads, 'thread')}"]
@@ -128,6 +150,7 @@ def _setting_section(model: SweepModel, s: SweepSetting, n_measured: int, headin
                   "the wall time and GPU busy well below it: launch-bound (the GPU waits for the host); GPU "
                   "busy close to the wall time: GPU-bound.",
                   "", grid_table(s.cells, audio_secs, batch_sizes, busy_text)]
+    lines += _cpu_cost_lines(model, s, sub)
     lines += ["", f"{sub} RTFx", "",
               f"RTFx = {METRICS['rtfx'].definition}, from the median batch time (= 1 / median RTF).",
               "", grid_table(s.cells, audio_secs, batch_sizes, rtfx_text, rtfx_prediction_text)]

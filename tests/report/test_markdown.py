@@ -137,6 +137,15 @@ RTF = real-time factor: processing time of a batch / total seconds of audio in t
 | 1 s             | 0.250 [0.175, 0.325] | skipped                                         |
 | 2 s             | OOM                  | error: RuntimeError: shape / mismatch in layer… |
 
+### CPU cost (core-seconds per audio second)
+
+CPU cost = CPU time of the worker's threads / audio seconds: what a CPU core spends to serve this model, independent of waiting for a core; with several threads it includes threads that spin while waiting (OpenMP). Each cell as in the RTF table, on each call's CPU time instead of its wall time; the wall time and RTF above stay the figures a user waits for. `(judged)`: adaptive repeats judged this cell's precision on CPU time. Median over cells: 0.250 core-seconds per audio second = 0.250 core-hours per hour of audio (the same ratio).
+
+| audio \ batch   | 1                    | 2                                               |
+|-----------------|----------------------|-------------------------------------------------|
+| 1 s             | 0.250 [0.175, 0.325] | skipped                                         |
+| 2 s             | OOM                  | error: RuntimeError: shape / mismatch in layer… |
+
 ### RTFx
 
 RTFx = inverse real-time factor: total seconds of audio in the batch / processing time (higher is faster), from the median batch time (= 1 / median RTF).

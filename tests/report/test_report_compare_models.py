@@ -36,7 +36,9 @@ def test_comparison_markdown_states_setup_variants_laws_points_and_energy():
     # 0.003 n^2 = 0.05 + 0.01 n at n = (0.01 + sqrt(0.0001 + 0.0006)) / 0.006 = 6.076: quad is faster below.
     assert "- lin and quad cross at 6.08 s: quad is faster below, lin above." in text
     assert "![latency versus seconds of audio per utterance](plots/latency.png)" in text
-    assert "| lin       | 2 s                              | 70.0 [70.0, 70.0] | 1      | 28.6   | 3.0" in text
+    # CPU cost: the fakes' CPU time equals their wall time, 0.07 s per call / 2 s of audio = 0.035.
+    assert ("| lin       | 2 s                              | 70.0 [70.0, 70.0] | 1      | 28.6   | 0.0350     | 3.0"
+            in text)
     assert "| quad      | 16 s                             | OOM" in text
 
 
