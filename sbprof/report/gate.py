@@ -15,7 +15,7 @@ def render_gate(report: GateReport) -> str:
         why = [v.reason if v else "", r.note if r.note and (not v or r.method != RUN_LEVEL or r.on_cpu) else ""]
         rows.append([r.cell, r.status, change, f"{r.baseline_runs} / {r.candidate_runs}", how,
                      "; ".join(w for w in why if w)])
-    lines = [f"sbprof compare: {report.metric} ({GATE_METRICS[report.metric]}), each run's {report.statistic}; "
+    lines = [f"sbprof gate: {report.metric} ({GATE_METRICS[report.metric]}), each run's {report.statistic}; "
              f"regressed = more than {100 * report.threshold:g}% worse with the {100 * report.confidence:g}% "
              "interval excluding no change",
              "", table(rows, ["cell", "verdict", "new / baseline [interval]", "runs base / new", "how", "why"]), "",
