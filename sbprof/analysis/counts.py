@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 from sbprof.analysis.figures import Outcome
-from sbprof.analysis.breakdown import Breakdown, BreakdownSteps, breakdown_steps
+from sbprof.analysis.breakdown import ModuleBreakdown, BreakdownSteps, breakdown_steps
 from sbprof.record.codec import Codec
 from sbprof.record.results import Results
 
@@ -124,7 +124,7 @@ class CountsSummary:
     outcome: Optional[Outcome]
     flops: Optional[FlopsCount] = None
     params: Optional[ParamsCount] = None
-    breakdown: Optional[Breakdown] = None
+    breakdown: Optional[ModuleBreakdown] = None
     steps: Optional[BreakdownSteps] = None
 
 
@@ -133,7 +133,7 @@ def analyse(results: Results) -> CountsSummary:
     record = results.records[-1] if results.records else None
     result = (record.extra.get("result") or {}) if record is not None and record.ok else {}
     job = results.job
-    breakdown = Breakdown.from_dict(result) if job == "modules" and result else None
+    breakdown = ModuleBreakdown.from_dict(result) if job == "modules" and result else None
     return CountsSummary(command=job, target=next(iter(results.models), "?"),
                          input=record.settings.get("input", "") if record is not None else "",
                          depth=int(results.rules.get("depth", 2)),

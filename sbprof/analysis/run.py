@@ -21,7 +21,7 @@ import statistics
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional
 
-from sbprof.analysis.breakdown import Breakdown, BreakdownRow
+from sbprof.analysis.breakdown import ModuleBreakdown, ModuleRow
 from sbprof.analysis.limits import Limits, Verdict, data_loading, dispatch_bound, limits
 from sbprof.analysis.machine_facts import MachineFacts, machine_facts
 from sbprof.analysis.train import ParamsPayload, ParamsRow
@@ -91,7 +91,7 @@ class RunPayload(Codec):
     optimizer_s: List[float] = field(default_factory=list)
     flops: Optional[RunFlops] = None
     peak_flops: Optional[PeakFlops] = None
-    modules: Optional[Breakdown] = None
+    modules: Optional[ModuleBreakdown] = None
     params: Optional[ParamsPayload] = None
     traces: List[str] = field(default_factory=list)
     operators_per_step: Optional[float] = None
@@ -120,7 +120,7 @@ class StageFigures:
     achieved_flops_per_s: Optional[float] = None
     share_of_peak: Optional[float] = None
     peak_source: Optional[str] = None
-    modules: List[BreakdownRow] = field(default_factory=list)
+    modules: List[ModuleRow] = field(default_factory=list)
     untracked: List[str] = field(default_factory=list)  # operators without a FLOP formula
     memory: Optional[MemoryPeak] = None
     params: Optional[int] = None

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Tuple
 
-from sbprof.analysis.breakdown import Breakdown, BreakdownSteps, breakdown_steps
+from sbprof.analysis.breakdown import ModuleBreakdown, BreakdownSteps, breakdown_steps
 from sbprof.analysis.machine_facts import MachineFacts, machine_facts
 from sbprof.analysis.distributed import RunAnalysis, RunSummary, rank_payload, summarise_run
 from sbprof.analysis.rank_rows import MissingRank
@@ -70,8 +70,8 @@ class TrainPayload(Codec):
     audio_s_per_step: List[float] = field(default_factory=list)
     flops: Optional[FlopsPayload] = None
     params: Optional[ParamsPayload] = None
-    modules: Optional[Breakdown] = None
-    modules_detailed: Optional[Breakdown] = None
+    modules: Optional[ModuleBreakdown] = None
+    modules_detailed: Optional[ModuleBreakdown] = None
     loadavg_1m: Optional[float] = None
     trace_files: List[str] = field(default_factory=list)
 

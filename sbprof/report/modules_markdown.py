@@ -1,4 +1,4 @@
-"""Markdown tables of a per-module breakdown (:class:`~sbprof.analysis.breakdown.Breakdown`); formats only.
+"""Markdown tables of a per-module breakdown (:class:`~sbprof.analysis.breakdown.ModuleBreakdown`); formats only.
 
 Rows nest by module name: an inner module is indented (``· `` per level) and
 shows its name relative to the row it sits in. One table for the host clock,
@@ -10,7 +10,7 @@ from typing import List, Optional
 
 from tabulate import tabulate
 
-from sbprof.analysis.breakdown import Breakdown, BreakdownSteps
+from sbprof.analysis.breakdown import ModuleBreakdown, BreakdownSteps
 from sbprof.report.format import bytes_in, sig3
 
 TIME_HEADERS = ["module", "type", "calls", "forward ms", "fwd self ms", "backward ms", "bwd self ms", "total ms",
@@ -45,7 +45,7 @@ def display_names(labels: List[str], depths: List[int]) -> List[str]:
     return shown
 
 
-def _time_table(data: Breakdown, prefix: str) -> str:
+def _time_table(data: ModuleBreakdown, prefix: str) -> str:
     rows = data.rows
     names = display_names([r.label for r in rows], [r.depth for r in rows])
     table = []
@@ -59,7 +59,7 @@ def _time_table(data: Breakdown, prefix: str) -> str:
     return tabulate(table, headers=TIME_HEADERS, tablefmt="github", disable_numparse=True)
 
 
-def _memory_table(data: Breakdown) -> Optional[str]:
+def _memory_table(data: ModuleBreakdown) -> Optional[str]:
     rows = [r for r in data.rows if r.memory]
     if not rows:
         return None
@@ -73,12 +73,12 @@ def _memory_table(data: Breakdown) -> Optional[str]:
     return tabulate(table, headers=MEMORY_HEADERS, tablefmt="github", disable_numparse=True)
 
 
-def render_breakdown(data: Breakdown, steps: BreakdownSteps) -> str:
+def render_breakdown(data: ModuleBreakdown, steps: BreakdownSteps) -> str:
     """Markdown of one breakdown, with its step figures (:func:`~sbprof.analysis.breakdown.breakdown_steps`).
 
     Example
     -------
-    >>> data = Breakdown.from_dict({"step": "train", "mode": "light", "steps": 2, "step_ms_samples": [10.0, 12.0],
+    >>> data = ModuleBreakdown.from_dict({"step": "train", "mode": "light", "steps": 2, "step_ms_samples": [10.0, 12.0],
     ...         "rows": [{"label": "enc", "type": "Enc", "depth": 0, "calls": 1.0, "total_ms": 8.0, "share": 0.727,
     ...                   "forward_ms": 3.0, "forward_self_ms": 3.0, "backward_ms": 5.0, "backward_self_ms": 5.0}]})
     >>> from sbprof.analysis.breakdown import breakdown_steps

@@ -9,7 +9,7 @@ from typing import Dict, List, Optional
 
 from tabulate import tabulate
 
-from sbprof.analysis.breakdown import BreakdownRow
+from sbprof.analysis.breakdown import ModuleRow
 from sbprof.analysis.run import DEFINITIONS, OTHER, RunReport, StageFigures
 from sbprof.report.counts import si
 from sbprof.report.format import bytes_in, sig3
@@ -64,7 +64,7 @@ def summary_table(s: StageFigures) -> str:
     return tabulate(rows, headers=["figure", "value"], tablefmt="github", disable_numparse=True)
 
 
-def _top(rows: List[BreakdownRow]) -> List[BreakdownRow]:
+def _top(rows: List[ModuleRow]) -> List[ModuleRow]:
     """The first :data:`TOP_MODULES` modules, then the rows that are not modules (``(other)``)."""
     modules = [r for r in rows if r.label != OTHER]
     return modules[:TOP_MODULES] + [r for r in rows if r.label == OTHER]

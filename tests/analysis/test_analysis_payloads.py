@@ -9,7 +9,7 @@ from sbprof.analysis import run as run_analysis
 from sbprof.analysis import stream as stream_analysis
 from sbprof.analysis import train as train_analysis
 from sbprof.analysis import transducer as transducer_analysis
-from sbprof.analysis.breakdown import Breakdown, breakdown_steps
+from sbprof.analysis.breakdown import ModuleBreakdown, breakdown_steps
 from sbprof.base.errors import ConfigError
 from sbprof.record import Cell, Measurement, Results
 from sbprof.report import run as run_report
@@ -128,6 +128,6 @@ def test_rank_payload_and_hosts_of_a_merged_run():
 
 
 def test_breakdown_steps_read_a_saved_breakdown():
-    steps = breakdown_steps(Breakdown.from_dict(BREAKDOWN))
+    steps = breakdown_steps(ModuleBreakdown.from_dict(BREAKDOWN))
     assert (steps.mean_ms, steps.cuda_mean_ms, steps.step.q1) == (12.0, 4.0, 11.0)
     assert breakdown_steps(None) is None

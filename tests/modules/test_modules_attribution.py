@@ -29,12 +29,12 @@ from modules_models import SLEPT, Chain, Sleeper, run_conformer, speechbrain_con
 from sbprof.base.errors import MeasurementError
 from sbprof.measuring.modules import ModuleAttribution
 from sbprof.measuring.modules.attribution import BACKWARD_LABEL, FORWARD_LABEL
-from sbprof.analysis.breakdown import Breakdown, breakdown_steps
+from sbprof.analysis.breakdown import ModuleBreakdown, breakdown_steps
 from sbprof.report.modules_markdown import render_breakdown
 
 
 def render(data):
-    typed = Breakdown.from_dict(data)
+    typed = ModuleBreakdown.from_dict(data)
     return render_breakdown(typed, breakdown_steps(typed))
 
 CONFORMERS = {"torchaudio": torchaudio_conformer, "speechbrain": speechbrain_conformer}

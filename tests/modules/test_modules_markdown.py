@@ -1,11 +1,11 @@
 """The breakdown tables: nesting, units, CUDA and memory tables only when measured."""
-from sbprof.measuring.modules.result import ModuleBreakdown, ModuleRow
-from sbprof.analysis.breakdown import Breakdown, breakdown_steps
+from sbprof.record.breakdown import ModuleBreakdown, ModuleRow
+from sbprof.analysis.breakdown import breakdown_steps
 from sbprof.report.modules_markdown import render_breakdown
 
 
 def render(data):
-    typed = Breakdown.from_dict(data)
+    typed = ModuleBreakdown.from_dict(data)
     return render_breakdown(typed, breakdown_steps(typed))
 
 

@@ -8,12 +8,12 @@
 - :mod:`sbprof.measuring.modules.wrapping`: code around a module's forward, without torch's hooks;
 - :mod:`sbprof.measuring.modules.steps`: what the hooks record in one step;
 - :mod:`sbprof.measuring.modules.timeline`: boundary times to forward/backward times (pure);
-- :class:`ModuleBreakdown`, :class:`ModuleRow` (:mod:`sbprof.measuring.modules.result`): the result, plain data;
+- :class:`ModuleBreakdown`, :class:`ModuleRow` (:mod:`sbprof.record.breakdown`, built by :mod:`sbprof.measuring.modules.result`): the result, plain data;
 - :func:`module_memory` (:mod:`sbprof.measuring.modules.memory`): per-module memory from torch's MemTracker.
 """
 from sbprof.measuring.modules.attribution import ModuleAttribution
 from sbprof.measuring.modules.memory import module_memory
-from sbprof.measuring.modules.result import ModuleBreakdown, ModuleRow
+from sbprof.record.breakdown import ModuleBreakdown, ModuleRow
 from sbprof.measuring.modules.selection import default_selection, select_modules
 
 __all__ = ["ModuleAttribution", "ModuleBreakdown", "ModuleRow", "default_selection", "module_memory",

@@ -39,7 +39,8 @@ from torch.autograd.profiler import record_function
 from sbprof.base.checks import check_int
 from sbprof.base.errors import ConfigError, MeasurementError
 from sbprof.measuring.modules.memory import MEMORY_NOTE, module_memory
-from sbprof.measuring.modules.result import ModuleBreakdown, build_breakdown
+from sbprof.measuring.modules.result import build_breakdown
+from sbprof.record.breakdown import ModuleBreakdown
 from sbprof.measuring.modules.selection import DEFAULT, select_modules
 from sbprof.measuring.modules.steps import StepRecord, newest_node, now, sequence_nr
 from sbprof.measuring.modules.timeline import END_OF_BACKWARD, owner_of

@@ -1,0 +1,86 @@
+"""A per-module breakdown as a record carries it: one row per module, per step on average; plain data.
+
+Times are milliseconds per step (the mean over the reported steps, so rows
+add up: a label's total is its self time plus its inner labels' totals, and
+the outermost labels plus ``(other)`` make the step). ``share`` is a row's
+total over the step time. Backward figures are ``None`` when no backward ran
+(never a 0 that reads as "free"); CUDA figures are ``None`` off CUDA. Made by
+:mod:`sbprof.measuring.modules`, saved in a record's payload, read back by the
+analyses (:mod:`sbprof.analysis.breakdown`): one type from end to end.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from sbprof.base.errors import ConfigError
+from sbprof.record.codec import Codec, to_json
+
+
+@dataclass
+class ModuleRow(Codec):
+    """Times of one label (a module's qualified name, ``optimizer`` or ``(other)``), ms per step."""
+
+    label: str
+    type: str
+    depth: int
+    calls: float
+    total_ms: float
+    share: float
+    forward_ms: Optional[float] = None
+    forward_self_ms: Optional[float] = None
+    backward_ms: Optional[float] = None
+    backward_self_ms: Optional[float] = None
+    cuda_total_ms: Optional[float] = None
+    cuda_share: Optional[float] = None
+    cuda_forward_ms: Optional[float] = None
+    cuda_forward_self_ms: Optional[float] = None
+    cuda_backward_ms: Optional[float] = None
+    cuda_backward_self_ms: Optional[float] = None
+    memory: Optional[Dict[str, Optional[float]]] = None
+
+
+@dataclass
+class ModuleBreakdown(Codec):
+    """Per-module times of the steps of one name (see the module docstring).
+
+    Example
+    -------
+    >>> b = ModuleBreakdown("train", "light", 2, [10.0, 12.0], rows=[ModuleRow("enc", "Enc", 0, 1.0, 8.0, 0.73)])
+    >>> b.step_ms, b.row("enc").share, ModuleBreakdown.from_dict(b.to_dict()) == b
+    (11.0, 0.73, True)
+    """
+
+    step: str
+    mode: str
+    steps: int
+    step_ms_samples: List[float]
+    cuda_step_ms_samples: Optional[List[float]] = None
+    rows: List[ModuleRow] = field(default_factory=list)
+    never_ran: List[str] = field(default_factory=list)
+    memory_peak: Optional[Dict[str, Optional[float]]] = None
+    memory_note: Optional[str] = None
+    note: Optional[str] = None
+
+    @property
+    def step_ms(self) -> float:
+        """Mean step time, ms (the denominator of ``share``)."""
+        return sum(self.step_ms_samples) / len(self.step_ms_samples)
+
+    def row(self, label: str) -> ModuleRow:
+        """The row of ``label``."""
+        for row in self.rows:
+            if row.label == label:
+                return row
+        raise ConfigError(f"no row {label!r}; rows: {', '.join(r.label for r in self.rows)}")
+
+    def add_memory(self, rows: Dict[str, Dict[str, int]], peak: Dict[str, int], note: Optional[str] = None) -> None:
+        """Put per-module memory (:func:`sbprof.measuring.modules.memory.module_memory`) beside the times."""
+        for row in self.rows:
+            row.memory = rows.get(row.label)
+        self.memory_peak = dict(peak)
+        self.memory_note = note
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON-ready plain data, with the derived ``step_ms`` for readers of the file (dropped on read)."""
+        return {**to_json(self), "step_ms": self.step_ms}
