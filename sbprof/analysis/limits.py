@@ -57,6 +57,12 @@ THRESHOLDS: Dict[str, Threshold] = {
                         "memory bounds batch x length"),
     "noise": Threshold(1.0, "differences under the noise floor", "between fresh processes, a difference smaller "
                        "than the machine's run-to-run spread is not evidence"),
+    "fit": Threshold(0.20, "held-out error of the fitted cost model or growth law < 20 %", "a fit that misses the "
+                     "cells it was not fitted on by more than a fifth cannot place a crossing"),
+    "cheapest": Threshold(1.0, "one variant's cost per audio second below the others' at equal size, quartiles "
+                          "apart", "overlapping quartiles are one variant's calls mixed with the other's"),
+    "crossover": Threshold(1.0, "two fitted growth laws cross inside the range both were measured over", "past the "
+                           "crossing the other variant is the cheaper one"),
 }
 """Every rule's threshold, with its reason (the README's table is written from this one)."""
 

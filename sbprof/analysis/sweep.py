@@ -18,6 +18,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from sbprof.analysis.costmodel import HeldOutReport
 from sbprof.analysis.intervals import RunsSummary, SpreadPrior
+from sbprof.analysis.limits import Limits
+from sbprof.analysis.sweep_limits import TimeModel, cell_rtf, fit_time_model, sweep_limits
 from sbprof.analysis.cell_rows import CellRow, predicted_rows, record_row
 from sbprof.analysis.figures import batch_audio_seconds, busy_rtf, cell_figures, cell_sort_key, setting_sort_key
 from sbprof.analysis.predictions import (CellPrediction, ShownPrediction, held_out_validation, predict_cells,
@@ -111,6 +113,7 @@ class SweepSetting:
     levels: Tuple[int, ...]
     formula: Optional[str]
     held_out: Dict[str, HeldOutReport]
+    time_model: Optional[TimeModel] = None
 
     @property
     def on_cuda(self) -> bool:
@@ -185,6 +188,7 @@ class SweepSummary:
     validate: bool
     measured_min_s: Optional[float] = None
     process_warmup: bool = False
+    limits: Limits = field(default_factory=Limits)
 
 
 def _busy(m: Measurement) -> Optional[BusyRtf]:
@@ -257,7 +261,9 @@ def _setting(device: str, threads: int, records: List[Measurement], references: 
         met=sum(1 for c in several if not c.target_missed),
         levels=tuple(sorted({round(100 * c.over_runs.interval.confidence) for c in several})),
         formula=next((p.formula for (_, figure), p in predicted.items() if figure == "time_s"), None),
-        held_out={figure: r for (s, figure), r in reports.items() if s == (device, threads)})
+        held_out={figure: r for (s, figure), r in reports.items() if s == (device, threads)},
+        time_model=fit_time_model({k: r[0] for k, r in ((k, cell_rtf(c)) for k, c in cells.items() if c.runs)
+                                   if r is not None}))
 
 
 def _plot(records: Sequence[Measurement]) -> List[PlotLine]:
@@ -339,7 +345,8 @@ def analyse(results: Results) -> SweepSummary:
         warmup=first.warmup if first else 0,
         measured=results.rules.get("measured", len(first.wall_s) if first else 0), fill=fill, validate=validate,
         measured_min_s=results.rules.get("measured_min_s"),
-        process_warmup=any("process_warmup_calls" in m.extra for m in [*records, *results.calibration]))
+        process_warmup=any("process_warmup_calls" in m.extra for m in [*records, *results.calibration]),
+        limits=sweep_limits(list(models.values())))
 
 
 def summary_block(results: Results) -> Dict[str, Any]:
