@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -32,9 +32,9 @@ from sbprof.analysis.lsq import t_quantile
 from sbprof.analysis.predictions import TERMS
 from sbprof.base.errors import ConfigError
 
-if TYPE_CHECKING:  # the summary's types, imported by the analysis that calls this module
-    from sbprof.analysis.sweep import SweepCell, SweepModel, SweepSetting
-
+# The sweep's cells, settings and models (:mod:`sbprof.analysis.sweep`, which imports this module) come in typed
+# as Any: importing their classes here would close an import cycle.
+SweepCell = SweepSetting = SweepModel = Any
 GridKey = Tuple[float, int]
 LINEAR = ("L", "B*L")
 """The cost model's terms linear in length: at batch 1 both are one utterance's linear cost."""
@@ -99,7 +99,7 @@ def fit_time_model(rtfs: Dict[GridKey, float], confidence: float = 0.95) -> Opti
                      crossing_low=low, crossing_high=high)
 
 
-def cell_rtf(cell: "SweepCell") -> Optional[Tuple[float, Optional[float], Optional[float], bool]]:
+def cell_rtf(cell: SweepCell) -> Optional[Tuple[float, Optional[float], Optional[float], bool]]:
     """A cell's RTF ``(median, low, high, predicted)``: measured with its interval, else its numbered prediction."""
     if cell.over_runs is not None:
         i = cell.over_runs.interval
@@ -120,7 +120,7 @@ def _size(key: GridKey) -> Tuple[float, float]:
     return key[0] * key[1], key[0]
 
 
-def _label(s: "SweepSetting", model: str) -> str:
+def _label(s: SweepSetting, model: str) -> str:
     return f"{model}{s.device}, {s.threads} thread{'s' if s.threads != 1 else ''}"
 
 
@@ -128,7 +128,7 @@ def _rtf_figure(key: GridKey, rtf: Tuple[float, Optional[float], Optional[float]
     return Figure(f"RTF at {_name(key)}" + (" (predicted)" if rtf[3] else ""), rtf[0], "", rtf[1], rtf[2])
 
 
-def real_time(s: "SweepSetting", label: str) -> Optional[Verdict]:
+def real_time(s: SweepSetting, label: str) -> Optional[Verdict]:
     """The first cell (by seconds of audio in the batch) at or above RTF 1, or else the largest real-time one."""
     rtfs = {k: r for k, r in ((k, cell_rtf(c)) for k, c in s.cells.items()) if r is not None}
     if not rtfs:
@@ -156,7 +156,7 @@ def real_time(s: "SweepSetting", label: str) -> Optional[Verdict]:
                    "or a lighter model", weight=1.0)
 
 
-def memory(s: "SweepSetting", label: str) -> Optional[Verdict]:
+def memory(s: SweepSetting, label: str) -> Optional[Verdict]:
     """The cell that ran out of memory (the smallest, when several), beside the largest that fitted."""
     ooms = sorted((k for k, c in s.cells.items() if c.status == "oom"), key=_size)
     if not ooms:
@@ -184,7 +184,7 @@ def memory(s: "SweepSetting", label: str) -> Optional[Verdict]:
                    "segments, half precision, or a device with more memory", weight=1.0)
 
 
-def quadratic(s: "SweepSetting", label: str, longest_s: float) -> Tuple[Optional[Verdict], Optional[str]]:
+def quadratic(s: SweepSetting, label: str, longest_s: float) -> Tuple[Optional[Verdict], Optional[str]]:
     """The length-quadratic verdict of a setting's time model, or why it cannot be decided."""
     tm = s.time_model
     if tm is None or tm.crossing_s is None or tm.crossing_s > longest_s:
@@ -209,7 +209,7 @@ def quadratic(s: "SweepSetting", label: str, longest_s: float) -> Tuple[Optional
                             Figure("held-out error of the cost model", tm.held_out_error, "share")]), None
 
 
-def _threads(settings: Sequence["SweepSetting"], label: str) -> Tuple[Optional[Verdict], Optional[str]]:
+def _threads(settings: Sequence[SweepSetting], label: str) -> Tuple[Optional[Verdict], Optional[str]]:
     """Parallel efficiency per doubling of threads on one device, on the cells measured at every count."""
     by_count = {s.threads: s for s in settings}
     if any(s.oversubscribed for s in settings):
@@ -233,13 +233,13 @@ def _threads(settings: Sequence["SweepSetting"], label: str) -> Tuple[Optional[V
                                            f"(geometric mean of {len(common)} matched cells)")), None
 
 
-def sweep_limits(models: Sequence["SweepModel"]) -> Limits:
+def sweep_limits(models: Sequence[SweepModel]) -> Limits:
     """Every sweep rule over every model and setting, most important first (see the module docstring)."""
     candidates: List[Optional[Verdict]] = []
     undecided: List[str] = []
     for model in models:
         prefix = f"{model.name}: " if len(models) > 1 else ""
-        by_device: Dict[str, List["SweepSetting"]] = {}
+        by_device: Dict[str, List[SweepSetting]] = {}
         for s in model.settings:
             label = _label(s, prefix)
             by_device.setdefault(s.device, []).append(s)
