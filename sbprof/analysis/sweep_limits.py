@@ -25,6 +25,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from sbprof.analysis.costmodel import TERMS as COST_TERMS
 from sbprof.analysis.costmodel import CostPoint, calibrate, fit_cost_model
 from sbprof.analysis.limits import (THRESHOLDS, Figure, Limits, Verdict, length_quadratic, limits, noise,
                                     quadratic_crossing, threads)
@@ -128,11 +129,12 @@ def _rtf_figure(key: GridKey, rtf: Tuple[float, Optional[float], Optional[float]
     return Figure(f"RTF at {_name(key)}" + (" (predicted)" if rtf[3] else ""), rtf[0], "", rtf[1], rtf[2])
 
 
-def real_time(s: SweepSetting, label: str) -> Optional[Verdict]:
-    """The first cell (by seconds of audio in the batch) at or above RTF 1, or else the largest real-time one."""
+def real_time(s: SweepSetting, label: str) -> Tuple[Optional[Verdict], Optional[str]]:
+    """The first cell (by seconds of audio in the batch) at or above RTF 1, or else the largest real-time one; or
+    why not, when that first cell's RTF is within the noise floor of 1."""
     rtfs = {k: r for k, r in ((k, cell_rtf(c)) for k, c in s.cells.items()) if r is not None}
     if not rtfs:
-        return None
+        return None, None
     slow = sorted((k for k, r in rtfs.items() if r[0] >= THRESHOLDS["real-time"].value), key=_size)
     fast = sorted((k for k, r in rtfs.items() if r[0] < THRESHOLDS["real-time"].value), key=_size)
     if not slow:
@@ -142,9 +144,12 @@ def real_time(s: SweepSetting, label: str) -> Optional[Verdict]:
         return Verdict("real-time", f"{label} stays real-time in every {kinds} cell, up to {_name(top)} (RTF "
                        f"{rtf[0]:.3g}{', predicted' if rtf[3] else ''}).", [_rtf_figure(top, rtf)],
                        THRESHOLDS["real-time"].text, f"a margin of {1 / rtf[0]:.3g}x: longer utterances or larger "
-                       "batches stay real-time up to about that factor", weight=rtf[0])
+                       "batches stay real-time up to about that factor", weight=rtf[0]), None
     first = slow[0]
     rtf = rtfs[first]
+    why = noise(s.noise.run_cv, [rtf[0] - 1], f"the RTF at {_name(first)} and 1") if s.noise else None
+    if why is not None:
+        return None, f"{label}: real-time undecided: {why}"
     below = [k for k in fast if _size(k) < _size(first)]
     straddles = rtf[1] is not None and rtf[1] < THRESHOLDS["real-time"].value
     sentence = (f"{label} is not real-time from {_name(first)} (RTF {rtf[0]:.3g}"
@@ -153,7 +158,7 @@ def real_time(s: SweepSetting, label: str) -> Optional[Verdict]:
     return Verdict("real-time", sentence, [_rtf_figure(first, rtf)] + ([_rtf_figure(below[-1], rtfs[below[-1]])]
                                                                      if below else []),
                    THRESHOLDS["real-time"].text, "shorter segments or smaller batches, more threads or a GPU, "
-                   "or a lighter model", weight=1.0)
+                   "or a lighter model", weight=1.0), None
 
 
 def memory(s: SweepSetting, label: str) -> Optional[Verdict]:
@@ -184,9 +189,11 @@ def memory(s: SweepSetting, label: str) -> Optional[Verdict]:
                    "segments, half precision, or a device with more memory", weight=1.0)
 
 
-def quadratic(s: SweepSetting, label: str, longest_s: float) -> Tuple[Optional[Verdict], Optional[str]]:
+def quadratic(s: SweepSetting, label: str) -> Tuple[Optional[Verdict], Optional[str]]:
     """The length-quadratic verdict of a setting's time model, or why it cannot be decided."""
     tm = s.time_model
+    measured = [k for k, c in s.cells.items() if c.runs]
+    longest_s = max(k[0] for k in measured) if measured else 0.0
     if tm is None or tm.crossing_s is None or tm.crossing_s > longest_s:
         return None, None
     why = f"{label}: length-quadratic undecided: "
@@ -198,6 +205,13 @@ def quadratic(s: SweepSetting, label: str, longest_s: float) -> Tuple[Optional[V
     low = tm.interval("B*L^2")[0]
     if not low > 0:
         return None, why + "the B*L^2 coefficient's 95 % interval reaches zero"
+    largest = max(measured, key=_size)  # what the quadratic term adds there, against the cell's whole time
+    term = tm.coefficient("B*L^2") * largest[1] * largest[0] ** 2
+    total = sum(c * COST_TERMS[t](largest[1], largest[0]) for t, c in zip(tm.terms, tm.coefficients))
+    hidden = noise(s.noise.run_cv, [term / total], f"with and without the B*L^2 term, the cells at {_name(largest)}"
+                   ) if s.noise and total > 0 else None
+    if hidden is not None:
+        return None, why + hidden
     linear = sum(tm.coefficient(t) for t in LINEAR)
     v = length_quadratic(linear, tm.coefficient("B*L^2"), longest_s)
     crossing = replace(v.figures[0], low=tm.crossing_low, high=tm.crossing_high)
@@ -247,10 +261,9 @@ def sweep_limits(models: Sequence[SweepModel]) -> Limits:
             if s.oversubscribed:
                 undecided.append(f"{label}: oversubscribed, its times are upper bounds: no timing verdict")
                 continue
-            candidates.append(real_time(s, label))
-            v, why = quadratic(s, label, max(model.audio_secs))
-            candidates.append(v)
-            undecided += [why] if why else []
+            for v, why in (real_time(s, label), quadratic(s, label)):
+                candidates.append(v)
+                undecided += [why] if why else []
         for device, settings in by_device.items():
             if len(settings) > 1:
                 v, why = _threads(settings, f"{prefix}{device}")

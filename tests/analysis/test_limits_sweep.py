@@ -164,6 +164,23 @@ def test_length_quadratic_is_undecided_when_the_cost_model_misses_its_held_out_c
     assert "the cost model misses the cells it was not fitted on by" in why and why.endswith("over 20 %")
 
 
+def test_the_noise_floor_withholds_real_time_and_length_quadratic_verdicts_it_hides():
+    noisy = [m for run, wall in ((0, 0.020), (1, 0.024)) for m in reference(1, run, wall)]  # floor 12.9 %
+    # RTF 1.05 at the first non-real-time cell: 5 % above 1, under the floor.
+    limits = limits_of([record(a, b, 0.5 if a * b < 2 else 1.05) for a, b in GRID], noisy)
+    assert "real-time" not in rules(limits)
+    assert ("cpu, 1 thread: real-time undecided: the machine's noise floor (12.9 %) hides differences under that "
+            "size: the RTF at 1 s x batch 2 and 1 differ by at most 5.0 %") in limits.undecided
+    # A 1 s per-call overhead: at 4 s x batch 2 the quadratic term adds 0.002 x 16 x 2 = 64 ms of 1.096 s, 5.8 %.
+    limits = limits_of(spin_records(0.004, 0.002, overhead_s=1.0), noisy)
+    assert "length-quadratic" not in rules(limits)
+    why, = [u for u in limits.undecided if "length-quadratic" in u]
+    assert "noise floor (12.9 %)" in why and "differ by at most 5.8 %" in why
+    # The same figures on a calm machine (floor 0.7 %): both decided.
+    calm = [m for run, wall in ((0, 0.0200), (1, 0.0202)) for m in reference(1, run, wall)]
+    assert "length-quadratic" in rules(limits_of(spin_records(0.004, 0.002, overhead_s=1.0), calm))
+
+
 # --- length-quadratic: real sweeps of a model with a known quadratic term ------------------------------------------
 
 @pytest.fixture
