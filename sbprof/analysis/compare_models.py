@@ -134,8 +134,8 @@ def cheapest(setting: CompareSetting, vary: str, label: str) -> Tuple[Optional[V
     if cost[best][2] >= cost[second][1]:
         return None, (f"{label}cheapest variant: at {_at(x, vary)} the quartiles of {best} and {second} overlap "
                       f"({cost[best][0]:.3g} and {cost[second][0]:.3g} s per audio second)")
-    figures = [Figure(f"{v} per audio second at {_at(x, vary)}", *cost[v]) for v in (best, second)]
-    figures = [Figure(f.name, f.value, "s", f.low, f.high) for f in figures]
+    figures = [Figure(f"{v} per audio second at {_at(x, vary)}", cost[v][0], "s", cost[v][1], cost[v][2])
+               for v in (best, second)]
     return Verdict("cheapest", f"{label}{best} is the cheapest per audio second at {_at(x, vary)}: "
                    f"{cost[second][0] / cost[best][0]:.3g}x less than {second}, the next.", figures,
                    THRESHOLDS["cheapest"].text, f"{best}, where its accuracy is enough",

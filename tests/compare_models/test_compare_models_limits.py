@@ -31,6 +31,8 @@ def test_the_cheapest_variant_per_audio_second_is_named_with_both_costs():
     assert [(f.name, round(f.value, 9)) for f in v.figures] == [("small per audio second at 8 s", 0.01),
                                                                  ("large per audio second at 8 s", 0.03)]
     assert v.weight == pytest.approx(2 / 3)
+    # Their intervals: the quartiles of the calls (0.99 to 1.01 times the law), per audio second.
+    assert all(f.unit == "s" and 0.99 * f.value <= f.low < f.value < f.high <= 1.01 * f.value for f in v.figures)
     assert not verdicts(summary, "crossover")  # proportional laws never cross
 
 
