@@ -8,9 +8,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, Union
+from typing import Any, Dict, Union
 
 from sbprof.jobs.job import Job
+from sbprof.record.codec import to_json
 from sbprof.results import Results, StorageError
 from sbprof.results.files import atomic_write
 
@@ -37,6 +38,16 @@ def write_files(files: Files, folder: Union[str, Path]) -> Dict[str, Path]:
         atomic_write(path, content)
         written[name] = path
     return written
+
+
+def summary_block(job: Job, results: Results) -> Dict[str, Any]:
+    """The ``summary`` block of ``results.json``: the job's own figures for readers without sbprof, and the
+    report's verdicts ("What limits this", ``limits``) as the analysis computed them."""
+    block = dict(job.summarise(results)) if job.summarise is not None else {}
+    limits = getattr(job.analyse(results), "limits", None)
+    if limits is not None:
+        block["limits"] = to_json(limits)
+    return block
 
 
 def reports(job: Job, results: Results, folder: Union[str, Path]) -> Dict[str, Path]:

@@ -311,13 +311,13 @@ def _run_locked(plan: Plan, folder: Path, retry_failed: bool, progress_bar: bool
 def run_config(job: Job, cfg: Any, log: Callable[[str], None] = print) -> Outcome:
     """Run ``job`` on its checked configuration, with its analysis and renderer after each batch: what
     ``sbprof JOB CONFIG.yaml`` does, for library callers (by name: :func:`sbprof.jobs.registry.run`)."""
-    from sbprof.jobs.render import reports
+    from sbprof.jobs.render import reports, summary_block
 
     pre = cfg.preamble
     return run_job(job.plan(cfg), pre.output_folder, retry_failed=pre.retry_failed,
                    progress_bar=pre.progress_bar, timeout_s=pre.timeout_s,
                    render=lambda results: reports(job, results, pre.output_folder), derive=job.derive,
-                   summarise=job.summarise, log=log)
+                   summarise=lambda results: summary_block(job, results), log=log)
 
 
 def check_run_options(options: Dict[str, Any]) -> None:
