@@ -9,6 +9,7 @@ neighbours, not the rule.
 """
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -18,8 +19,10 @@ from fake_interfaces import use_test_environment, write_model_folder, write_swee
 from sbprof.analysis.limits import Limits
 from sbprof.analysis.sweep import analyse
 from sbprof.jobs.registry import get_job
+from sbprof.jobs.render import summary_block
 from sbprof.jobs.runner import run_config
 from sbprof.record import Cell, Env, Measurement, MemoryPeak
+from sbprof.record.codec import from_json
 from sbprof.report.sweep_markdown import render_markdown
 from sbprof.results import load_results
 from sbprof.results.store import Results
@@ -128,8 +131,10 @@ def test_real_time_names_the_first_cell_at_or_above_rtf_1_and_otherwise_the_larg
 
 def test_the_verdicts_are_kept_in_results_json_terms_and_printed_last_in_the_report():
     records = [record(a, b, 0.1 * a, peak=10 ** 9) for a, b in GRID[:3]] + [record(2, 2, status="oom")]
-    summary = analyse(Results("profile", rules={"measured": 4}, records=records))
-    assert Limits.from_dict(summary.limits.to_dict()) == summary.limits
+    results = Results("profile", rules={"measured": 4}, records=records)
+    summary = analyse(results)
+    saved = json.loads(json.dumps(summary_block(get_job("profile"), results)))  # as results.json holds it
+    assert from_json(Limits, saved["limits"]) == summary.limits and summary.limits.verdicts
     report = render_markdown(summary)
     assert report.rstrip().split("\n## ")[-1].startswith("What limits this\n\n1. **memory.** cpu, 1 thread ran out")
 

@@ -2,11 +2,16 @@
 each firing on constructed records built to have it and silent on records without it (hand-computed truths)."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from compare_fakes import record, results_of
 from sbprof.analysis.compare_models import analyse
 from sbprof.analysis.limits import Limits
+from sbprof.jobs.registry import get_job
+from sbprof.jobs.render import summary_block
+from sbprof.record.codec import from_json
 from sbprof.report.compare_models import render_comparison
 
 SIZES = (1.0, 2.0, 4.0, 8.0)
@@ -63,6 +68,11 @@ def test_a_crossing_of_laws_that_miss_their_points_is_not_decided():
 
 def test_the_verdicts_survive_results_json_and_end_the_report():
     summary = comparison(small=lambda x: 0.01 * x, large=lambda x: 0.03 * x)
-    assert Limits.from_dict(summary.limits.to_dict()) == summary.limits
+    results = results_of([record(name, x, run, [law(x)] * 3) for name, law in (("small", lambda x: 0.01 * x),
+                                                                                ("large", lambda x: 0.03 * x))
+                          for x in SIZES for run in (0, 1)], models=["small", "large"])
+    saved = json.loads(json.dumps(summary_block(get_job("compare-models"), results)))  # as results.json holds it
+    assert from_json(Limits, saved["limits"]) == analyse(results).limits
+    assert [v.rule for v in analyse(results).limits.verdicts] == ["cheapest"]
     report = render_comparison(summary)
     assert report.rstrip().split("\n## ")[-1].startswith("What limits this\n\n1. **cheapest.** small is the cheapest")
