@@ -208,23 +208,22 @@ def sweep_of(tmp_path: Path, linear_s: float, quadratic_s: float):
 def test_length_quadratic_fires_at_the_spin_s_crossing_and_not_without_a_quadratic_term(tmp_path, environment):
     a, b = 0.004, 0.002  # per utterance: 4 ms per second of audio plus 2 ms per second squared: crossing 2 s
     summary = sweep_of(tmp_path / "quadratic", a, b)
+    linear = sweep_of(tmp_path / "linear", 0.008, 0.0)
+    assert "length-quadratic" not in rules(linear.limits)  # never, not even undecided, loaded or not
+    assert not any("length-quadratic" in u for u in linear.limits.undecided)
     setting = summary.models[0].settings[0]
-    if setting.oversubscribed:  # under load, the rule withholds the verdict and says so
+    if setting.oversubscribed:
+        # Other processes' load makes the cells' times upper bounds (and their fit loose): the rule withholds the
+        # verdict and says so; the crossing cannot be checked against the spin on such a machine.
         assert "length-quadratic" not in rules(summary.limits)
-        assert any("oversubscribed" in u for u in summary.limits.undecided)
+        assert any(u.startswith("cpu, 1 thread: oversubscribed") for u in summary.limits.undecided)
         pytest.skip(f"other processes kept {setting.others.mean:.2f} of {setting.cores} cores busy during the "
-                    "sweep: the verdict is rightly withheld, the crossing not checked")
+                    "sweep: the verdict was rightly withheld; the crossing was not checked")
     v, = [v for v in summary.limits.verdicts if v.rule == "length-quadratic"]
     crossing = v.figures[0]
     assert crossing.name == "crossing length" and crossing.low <= a / b <= crossing.high
-    assert crossing.value == pytest.approx(a / b, rel=0.25) and crossing.high - crossing.low < a / b
     # At 4 s, 2 ms x 16 / (4 ms x 4 + 2 ms x 16) = 2/3 of the length-dependent cost is quadratic.
     share = next(f for f in v.figures if f.name == "quadratic share at the longest")
     assert share.value == pytest.approx(2 / 3, abs=0.1)
-    # The fitted coefficients are exposed in the summary (per utterance-second, and squared).
-    model = setting.time_model
-    assert model.coefficient("B*L^2") == pytest.approx(b, rel=0.25)
-
-    linear = sweep_of(tmp_path / "linear", 0.008, 0.0)
-    assert "length-quadratic" not in rules(linear.limits)
-    assert not any("length-quadratic" in u for u in linear.limits.undecided)
+    # The fitted coefficients are exposed in the summary.
+    assert setting.time_model.coefficient("B*L^2") == pytest.approx(b, rel=0.25)
