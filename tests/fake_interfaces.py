@@ -135,6 +135,24 @@ class PiecesInterface(Pretrained):
         return len(pieces)
 
 
+class LengthSpinInterface(Pretrained):
+    """Spins ``linear_s * L + quadratic_s * L^2`` seconds per utterance of L seconds: a cost model whose B*L^2
+    term passes the linear one at exactly ``linear_s / quadratic_s`` seconds.
+
+    The spin reads ``time.perf_counter``, as :class:`BusyInterface` does, so
+    the wall time the sweep measures is that cost even while other processes
+    share the cores (only the noise floor and the load readings show them).
+    """
+
+    def process(self, wavs: torch.Tensor, wav_lens: torch.Tensor) -> float:
+        length = wavs.shape[1] / self.hparams.sample_rate
+        work = wavs.shape[0] * (self.hparams.linear_s * length + self.hparams.quadratic_s * length ** 2)
+        deadline = time.perf_counter() + work
+        while time.perf_counter() < deadline:
+            pass
+        return work
+
+
 def write_sweep_yaml(
     path: Path,
     source: str,

@@ -114,6 +114,10 @@ class CostModel:
         """The fitted cost of a cell."""
         return self.fit.value([TERMS[t](batch_size, seconds) for t in self.terms])
 
+    def coefficient(self, term: str) -> float:
+        """A term's fitted coefficient, 0 for a term not in the model (dropped, or never asked for)."""
+        return self.coefficients[self.terms.index(term)] if term in self.terms else 0.0
+
     def formula(self) -> str:
         """The fitted model as text, e.g. ``0.05 + 0.01*B*L + 0.0005*B*L^2``."""
         return " + ".join(f"{c:.3g}" if t == "1" else f"{c:.3g}*{t}" for t, c in zip(self.terms, self.coefficients))

@@ -64,6 +64,13 @@ THRESHOLDS: Dict[str, Threshold] = {
     "fastest backend": Threshold(0.95, "agrees with the reference, and its 95 % interval of the mean step lies "
                                  "below every other agreeing backend's", "a backend that disagrees computes another "
                                  "loss; backends whose intervals overlap are not ordered"),
+    # profile and compare-models jobs (issue 33)
+    "fit": Threshold(0.20, "held-out error of the fitted cost model or growth law < 20 %", "a fit that misses the "
+                     "cells it was not fitted on by more than a fifth cannot place a crossing"),
+    "cheapest": Threshold(1.0, "one variant's cost per audio second below the others' at equal size, quartiles "
+                          "apart", "overlapping quartiles are one variant's calls mixed with the other's"),
+    "crossover": Threshold(1.0, "two fitted growth laws cross inside the range both were measured over", "past the "
+                           "crossing the other variant is the cheaper one"),
 }
 """Every rule's threshold, with its reason (the README's table is written from this one)."""
 

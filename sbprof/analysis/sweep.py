@@ -18,6 +18,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from sbprof.analysis.costmodel import HeldOutReport
 from sbprof.analysis.intervals import RunsSummary, SpreadPrior
+from sbprof.analysis.limits import Limits
+from sbprof.analysis.sweep_limits import TimeModel, cell_rtf, fit_time_model, sweep_limits
 from sbprof.analysis.cell_rows import CellRow, predicted_rows, record_row
 from sbprof.analysis.figures import batch_audio_seconds, busy_rtf, cell_figures, cell_sort_key, setting_sort_key
 from sbprof.analysis.predictions import (CellPrediction, ShownPrediction, held_out_validation, predict_cells,
@@ -126,6 +128,7 @@ class SweepSetting:
     judged_on_cpu: int = 0
     judged_load: Optional[float] = None
     missed: Tuple[GridKey, ...] = ()
+    time_model: Optional[TimeModel] = None
 
     @property
     def on_cuda(self) -> bool:
@@ -200,6 +203,7 @@ class SweepSummary:
     validate: bool
     measured_min_s: Optional[float] = None
     process_warmup: bool = False
+    limits: Limits = field(default_factory=Limits)
 
 
 def _busy(m: Measurement) -> Optional[BusyRtf]:
@@ -288,7 +292,9 @@ def _setting(device: str, threads: int, records: List[Measurement], references: 
         held_out={figure: r for (s, figure), r in reports.items() if s == (device, threads)},
         cpu_cost_median=statistics.median(costs) if costs else None, judged_on_cpu=len(on_cpu),
         judged_load=statistics.median(on_cpu) if on_cpu else None,
-        missed=tuple(sorted(k for k, c in cells.items() if c.target_missed)))
+        missed=tuple(sorted(k for k, c in cells.items() if c.target_missed)),
+        time_model=fit_time_model({k: r[0] for k, r in ((k, cell_rtf(c)) for k, c in cells.items() if c.runs)
+                                   if r is not None}))
 
 
 def _plot(records: Sequence[Measurement]) -> List[PlotLine]:
@@ -370,7 +376,8 @@ def analyse(results: Results) -> SweepSummary:
         warmup=first.warmup if first else 0,
         measured=results.rules.get("measured", len(first.wall_s) if first else 0), fill=fill, validate=validate,
         measured_min_s=results.rules.get("measured_min_s"),
-        process_warmup=any("process_warmup_calls" in m.extra for m in [*records, *results.calibration]))
+        process_warmup=any("process_warmup_calls" in m.extra for m in [*records, *results.calibration]),
+        limits=sweep_limits(list(models.values())))
 
 
 def summary_block(results: Results) -> Dict[str, Any]:

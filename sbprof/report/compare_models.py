@@ -15,8 +15,9 @@ from sbprof.analysis.series import VARIED, Crossover, Point, Series
 from sbprof.record.cell import setting_name
 from sbprof.report.cells_csv import render_csv
 from sbprof.report.format import known, plural, sig3, status_text, table
-from sbprof.report.sweep_cells import CPU_COST
+from sbprof.report.limits import render_limits
 from sbprof.report.plot import Line, growth_label, render_series_plots
+from sbprof.report.sweep_cells import CPU_COST
 from sbprof.base.stats import METRICS
 
 REPORT_FILE = "report.md"
@@ -186,6 +187,7 @@ def render_comparison(summary: ComparisonSummary, plots: Optional[Dict[str, Dict
         if several:
             lines += ["", f"## {name}"]
         lines += _setting_lines(summary, setting, (plots or {}).get(name, {}), "###" if several else "##")
+    lines += ["", render_limits(summary.limits)]
     return "\n".join(lines) + "\n"
 
 

@@ -19,8 +19,9 @@ from tabulate import tabulate
 from sbprof.analysis.sweep import SweepModel, SweepSetting, SweepSummary
 from sbprof.record import Env
 from sbprof.report.format import plural, sig3
-from sbprof.report.sweep_cells import (CPU_COST, busy_text, cpu_cost_text, grid_table, memory_text, prediction_text, rtf_text,
-                                       rtfx_prediction_text, rtfx_text)
+from sbprof.report.limits import render_limits
+from sbprof.report.sweep_cells import (CPU_COST, busy_text, cpu_cost_text, grid_table, memory_text, prediction_text,
+                                       rtf_text, rtfx_prediction_text, rtfx_text)
 from sbprof.base.stats import METRICS
 
 
@@ -255,4 +256,5 @@ def render_markdown(summary: SweepSummary, title: str = "sbprof profiling report
                       "setting; measured cells only."]
         for setting in model.settings:
             lines += _setting_section(model, setting, summary.measured, heading)
+    lines += ["", render_limits(summary.limits)]
     return "\n".join(lines) + "\n"

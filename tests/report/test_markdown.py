@@ -172,6 +172,24 @@ Peak memory in GB (10^9 bytes) = peak resident memory of the whole process durin
 |-----------------|-------|-------------------------------------------------|
 | 1 s             | 1.235 | skipped                                         |
 | 2 s             | OOM   | error: RuntimeError: shape / mismatch in layer… |
+
+## What limits this
+
+1. **memory.** cpu, 1 thread ran out of memory at 2 s x batch 1; the largest cell that fits is 1 s x batch 1 (peak 1.23 GB).
+   - figures: peak at 1 s x batch 1 1.23 GB
+   - rule: a cell ran out of memory, or the largest fitting cell is named
+   - try: smaller batches or shorter segments, half precision, or a device with more memory
+2. **real-time.** cpu, 1 thread stays real-time in every measured cell, up to 1 s x batch 1 (RTF 0.25).
+   - figures: RTF at 1 s x batch 1 0.250 [0.175, 0.325]
+   - rule: RTF < 1
+   - try: a margin of 4x: longer utterances or larger batches stay real-time up to about that factor
+3. **real-time.** cuda:0, 8 threads stays real-time in every measured cell, up to 2 s x batch 1 (RTF 0.015).
+   - figures: RTF at 2 s x batch 1 0.0150 [0.0150, 0.0150]
+   - rule: RTF < 1
+   - try: a margin of 66.7x: longer utterances or larger batches stay real-time up to about that factor
+
+Each verdict fires when its rule's threshold is passed (thresholds and their reasons: docs/limits.md);
+its figures come from the tables above.
 """
 
 
