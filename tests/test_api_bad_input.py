@@ -2,19 +2,16 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
 import sbprof
-from refusals import assert_refused
+from helpers.job_configs import argv_of
+from helpers.refusals import assert_refused
 from sbprof.base.checks import THREADS_PER_CORE
 from sbprof.cli import main
 from sbprof.base.errors import ConfigError
-
-sys.path.insert(0, str(Path(__file__).resolve().parent / "jobs"))
-from job_configs import argv_of  # noqa: E402
 
 TOO_MANY = THREADS_PER_CORE * (os.cpu_count() or 1) + 1
 
@@ -30,7 +27,7 @@ def test_measure_refuses_more_threads_than_the_command_line_takes():
 
 
 def test_the_command_line_refuses_the_same_thread_counts(tmp_path, capsys, monkeypatch):
-    from fake_interfaces import use_test_environment
+    from helpers.fake_interfaces import use_test_environment
 
     use_test_environment(monkeypatch, tmp_path / "models")
     argv = argv_of("profile", tmp_path, tmp_path / "out")
@@ -63,7 +60,7 @@ def test_export_checks_its_folder_when_built(tmp_path):
                               "retry_failed"),
 ])
 def test_run_checks_its_options_as_the_command_line_does(tmp_path, monkeypatch, options, message):
-    from fake_interfaces import use_test_environment
+    from helpers.fake_interfaces import use_test_environment
 
     use_test_environment(monkeypatch, tmp_path / "models")
     config = argv_of("profile", tmp_path, tmp_path / "out")[0]

@@ -12,14 +12,14 @@ from pathlib import Path
 import psutil
 import pytest
 
-from fake_interfaces import replace_in_file, use_test_environment, write_model_folder, write_sweep_yaml
-from refusals import assert_refused
-from signals import default_sigint
+from helpers.fake_interfaces import replace_in_file, use_test_environment, write_model_folder, write_sweep_yaml
+from helpers.refusals import assert_refused
+from helpers.signals import default_sigint
 from sbprof.cli import main as sbprof_main
 from sbprof.results import RESULTS_FILE
 
 REPO = Path(__file__).resolve().parents[1]
-BUSY = {"type_name": "fake_interfaces.BusyInterface", "method": "process", "args": ["wavs", "wav_lens"]}
+BUSY = {"type_name": "helpers.fake_interfaces.BusyInterface", "method": "process", "args": ["wavs", "wav_lens"]}
 
 
 def main(argv):
@@ -167,7 +167,7 @@ def test_results_of_another_machine_or_model_build_are_refused(tmp_path, capsys)
 
 def test_failed_cells_are_kept_on_resume_and_retried_on_request(tmp_path, capsys):
     folder = write_model_folder(tmp_path / "faulty", raise_batch_sizes=[2], oom_from_s=1, kill_batch_sizes=[])
-    path = write_sweep_yaml(tmp_path / "s.yaml", str(folder), "fake_interfaces.FaultyInterface",
+    path = write_sweep_yaml(tmp_path / "s.yaml", str(folder), "helpers.fake_interfaces.FaultyInterface",
                             method="process", args=["wavs", "wav_lens"], lengths=[0.5, 1], batch_sizes=[1, 2])
     assert main([str(path), "--noprogressbar"]) == 0
     first = _stored(tmp_path / "out")
@@ -224,7 +224,7 @@ def test_resume_after_interruption(tmp_path, capsys, sig):
     private_tmp = tmp_path / "tmp"  # the run's own temporary folder: whatever it leaves there is its own
     private_tmp.mkdir()
     # A session of its own: the signal reaches the runner and its worker, as Ctrl-C would (SIGINT's default
-    # action restored first: see tests/signals.py).
+    # action restored first: see tests/helpers/signals.py).
     proc = subprocess.Popen([sys.executable, str(REPO / "recipes" / "profile.py"), str(path), "--noprogressbar"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
                             env={**os.environ, "TMPDIR": str(private_tmp)},

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compare_fakes import record, results_of
+from helpers.compare_fakes import record, results_of
 from sbprof.analysis.gate import WITHIN_RUN, describe_row, gate, min_runs
 from sbprof.base.errors import ConfigError
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
-from compare_fakes import record, results_of
+from helpers.compare_fakes import record, results_of
 from sbprof.analysis.series import build_series, find_crossovers, point_energy, x_value
 from sbprof.record import Energy
 

@@ -4,16 +4,12 @@ the footer does not suggest ``--within-run`` when it was passed."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
+from helpers.train_tiny import TINY_MODEL
 from sbprof.cli import main
 from sbprof.results import load_results
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "train"))
-from train_tiny import TINY_MODEL  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

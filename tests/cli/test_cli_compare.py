@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from refusals import assert_refused
+from helpers.refusals import assert_refused
 from sbprof.cli import main as sbprof_main
 from sbprof.record import Cell, Measurement
 from sbprof.results.store import Results, ResultStore

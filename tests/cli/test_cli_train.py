@@ -1,16 +1,13 @@
 """``sbprof train`` / ``recipes/train_profile.py``: tables printed and written; bad input is one line, exit 2."""
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from refusals import assert_refused
+from helpers.paths import ROOT
+from helpers.refusals import assert_refused
+from helpers.train_tiny import tiny_argv
 from sbprof.cli import main as sbprof_main
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "train"))
-from train_tiny import tiny_argv  # noqa: E402
 
 
 def main(argv):

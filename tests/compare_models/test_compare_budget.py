@@ -9,11 +9,11 @@ from importlib import metadata
 
 import pytest
 
-from fake_interfaces import use_test_environment, write_model_folder
+from helpers.fake_interfaces import use_test_environment, write_model_folder
 from sbprof.compare_models.budget import check_budget
 from sbprof.base.errors import ConfigError
 
-BUSY = {"type": "fake_interfaces.BusyInterface", "method": "process", "args": ["wavs", "wav_lens"]}
+BUSY = {"type": "helpers.fake_interfaces.BusyInterface", "method": "process", "args": ["wavs", "wav_lens"]}
 OPTIONS = {"audio_s": 0.5, "runs": 4, "samples": 5, "warmup": 1, "threshold": 0.10, "statistic": "p10"}
 INNER_TEST = f'''
 import os

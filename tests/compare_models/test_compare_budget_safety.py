@@ -17,12 +17,12 @@ from typing import Dict
 
 import pytest
 
-from fake_interfaces import use_test_environment, write_model_folder
-from signals import default_sigint
+from helpers.fake_interfaces import use_test_environment, write_model_folder
+from helpers.signals import default_sigint
 
 pytest_plugins = ["pytester"]
 
-BUSY = {"type": "fake_interfaces.BusyInterface", "method": "process", "args": ["wavs", "wav_lens"]}
+BUSY = {"type": "helpers.fake_interfaces.BusyInterface", "method": "process", "args": ["wavs", "wav_lens"]}
 
 
 @pytest.fixture(autouse=True)
@@ -154,7 +154,7 @@ def start_pytest(folder: Path, model: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "pytest", "test_inner.py", "-q", "-p", "no:cacheprovider",
                              *plugin_args(), "--rootdir", str(folder), *args], cwd=folder,
                             env={**os.environ, "BUSY_FOLDER": str(model)}, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, preexec_fn=default_sigint)  # tests/signals.py
+                            stderr=subprocess.STDOUT, text=True, preexec_fn=default_sigint)  # tests/helpers/signals.py
 
 
 @pytest.mark.slow

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from compare_fakes import fake_powercap, write_counter
+from helpers.compare_fakes import fake_powercap, write_counter
 from sbprof.compare_models.config import validate
 from sbprof.compare_models.worker import CPU_ONLY, measure_energy_window
 from sbprof.record import Cell

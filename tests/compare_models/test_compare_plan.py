@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from compare_fakes import BUSY, write_compare_yaml
-from fake_interfaces import use_test_environment, write_model_folder
+from helpers.compare_fakes import BUSY, write_compare_yaml
+from helpers.fake_interfaces import use_test_environment, write_model_folder
 from sbprof.compare_models.config import load_config
 from sbprof.compare_models.plan import Plan
 from sbprof.jobs.plan import Batch

@@ -19,7 +19,7 @@ import time
 import pytest
 import speechbrain as sb
 import torch
-from decorator_brains import replay_peaks
+from helpers.decorator_brains import replay_peaks
 from torch.profiler import ProfilerActivity, record_function
 from torch.utils.data import DataLoader, TensorDataset
 

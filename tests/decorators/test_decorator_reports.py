@@ -5,7 +5,7 @@ import time
 
 import pytest
 import torch
-from decorator_brains import MiB, allocator_step_peaks, data, make_brain, replay_peaks
+from helpers.decorator_brains import MiB, allocator_step_peaks, data, make_brain, replay_peaks
 from torch.profiler import ProfilerAction, record_function
 
 from sbprof import (MeasurementError, events_diff, export, profile, profile_analyst, profile_optimiser,

@@ -7,7 +7,7 @@ import pytest
 
 import sbprof
 from sbprof.base.errors import MeasurementError
-from decorator_brains import data, make_brain
+from helpers.decorator_brains import data, make_brain
 
 
 def test_fit_then_evaluate_records_the_test_stage_with_its_own_schedule():

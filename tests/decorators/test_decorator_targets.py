@@ -4,7 +4,7 @@ import time
 
 import pytest
 import torch
-from decorator_brains import TinyBrain, data, make_brain, marker_steps
+from helpers.decorator_brains import TinyBrain, data, make_brain, marker_steps
 from torch.profiler import ProfilerAction
 
 import sbprof

@@ -5,12 +5,9 @@ import types
 
 import pytest
 
+from benchmarks.merge_ranks import write_run
 from sbprof.distributed.merge import merge_run
 from sbprof.report.distributed import render_run
-from torchrun_tools import ROOT
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from merge_ranks import write_run  # noqa: E402
 
 
 class _Frame:
@@ -76,8 +73,7 @@ def test_an_nccl_world_reads_communication_from_nccl_kernels(tmp_path):
     from sbprof.results import load_results
     from sbprof.train.config import validate
 
-    sys.path.insert(0, str(ROOT / "tests" / "train"))
-    from train_tiny import tiny_overrides
+    from helpers.train_tiny import tiny_overrides
 
     cfg = validate(tiny_overrides(tmp_path, devices="cuda:0", world_sizes=[1], variants=["ctc"],
                                   profiling={"export_trace": True}), "t.yaml", {"noprogressbar": True})

@@ -13,10 +13,7 @@ from sbprof.cli.tools import main as cli
 from sbprof.distributed.merge import find_run, merge_run
 from sbprof.distributed.rankfile import RankWriter, rank_file, rank_files, read_rank_file
 from sbprof.base.errors import ConfigError
-from torchrun_tools import ROOT
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from merge_ranks import write_run  # noqa: E402  (the benchmark's generator: the test merges what it times)
+from benchmarks.merge_ranks import write_run  # the benchmark's generator: the test merges what it times
 
 
 def header(**changes):

@@ -4,7 +4,6 @@ Tiny Conformer + CTC (no BatchNorm: SpeechBrain would convert it to SyncBatchNor
 gloo, one thread per rank.
 """
 import dataclasses
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,10 +16,7 @@ from sbprof.report.train import render_train
 from sbprof.results import load_results
 from sbprof.train.config import validate
 from sbprof.train.data import mock_batches
-from torchrun_tools import ROOT
-
-sys.path.insert(0, str(ROOT / "tests" / "train"))
-from train_tiny import TINY_MODEL  # noqa: E402
+from helpers.train_tiny import TINY_MODEL
 
 pytestmark = pytest.mark.slow
 DATA = {"batch_size": 4, "num_batches": 2, "scale": 0.05, "sample_rate": 16000}

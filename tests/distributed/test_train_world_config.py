@@ -1,15 +1,11 @@
 """Bad distributed input to ``sbprof train``: one line, exit code 2, nothing written; oversubscription flagged."""
 import json
-import sys
 
 import pytest
 
+from helpers.train_tiny import tiny_overrides
 from sbprof.cli import main
 from sbprof.train.config import validate
-from torchrun_tools import ROOT
-
-sys.path.insert(0, str(ROOT / "tests" / "train"))
-from train_tiny import tiny_overrides  # noqa: E402
 
 
 @pytest.mark.parametrize("override, message", [

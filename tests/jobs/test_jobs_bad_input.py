@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from fake_interfaces import use_test_environment
-from job_configs import COUNT_JOBS, ROOT, YAML_JOBS, argv_of
-from refusals import assert_refused
+from helpers.fake_interfaces import use_test_environment
+from helpers.job_configs import COUNT_JOBS, YAML_JOBS, argv_of
+from helpers.paths import ROOT
+from helpers.refusals import assert_refused
 from sbprof.cli import main
 from sbprof.results import RESULTS_FILE
 

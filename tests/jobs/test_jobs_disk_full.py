@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from fake_interfaces import use_test_environment
-from job_configs import argv_of
+from helpers.fake_interfaces import use_test_environment
+from helpers.job_configs import argv_of
 from sbprof.cli import main
 from sbprof.results import RESULTS_FILE
 from sbprof.results.lock import LOCK_FILE

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from fake_interfaces import use_test_environment
-from job_configs import COUNT_JOBS, ROOT, SCRIPT_JOBS, TESTS, YAML_JOBS, argv_of, expected_records
+from helpers.fake_interfaces import use_test_environment
+from helpers.job_configs import COUNT_JOBS, SCRIPT_JOBS, YAML_JOBS, argv_of, expected_records
+from helpers.paths import ROOT, TESTS
 from sbprof.cli import main
 from sbprof.base.errors import ConfigError
 from sbprof.jobs.registry import JOBS, get_job

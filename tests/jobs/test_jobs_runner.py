@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from fake_interfaces import replace_in_file, use_test_environment, write_model_folder, write_sweep_yaml
+from helpers.fake_interfaces import replace_in_file, use_test_environment, write_model_folder, write_sweep_yaml
 from sbprof.cli import main
 from sbprof.results import RESULTS_FILE
 
-FAULTY = {"type_name": "fake_interfaces.FaultyInterface", "method": "process", "args": ["wavs", "wav_lens"]}
+FAULTY = {"type_name": "helpers.fake_interfaces.FaultyInterface", "method": "process", "args": ["wavs", "wav_lens"]}
 
 
 @pytest.fixture(autouse=True)

@@ -9,20 +9,17 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import sys
 from pathlib import Path
 from typing import Callable, Dict
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "jobs"))
-from job_configs import argv_of  # noqa: E402
-
-from fake_interfaces import use_test_environment  # noqa: E402
-from refusals import assert_refused  # noqa: E402
-from sbprof.cli import main  # noqa: E402
-from sbprof.base.errors import ConfigError  # noqa: E402
-from sbprof.results import RESULTS_FILE, load_results  # noqa: E402
+from helpers.fake_interfaces import use_test_environment
+from helpers.job_configs import argv_of
+from helpers.refusals import assert_refused
+from sbprof.cli import main
+from sbprof.base.errors import ConfigError
+from sbprof.results import RESULTS_FILE, load_results
 
 
 @pytest.fixture(autouse=True)

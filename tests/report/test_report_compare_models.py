@@ -1,7 +1,7 @@
 """Markdown of a comparison and the gate's table: the numbers the series hold, with their definitions."""
 from __future__ import annotations
 
-from compare_fakes import record, results_of
+from helpers.compare_fakes import record, results_of
 from sbprof.analysis.compare_models import analyse
 from sbprof.analysis.gate import gate
 from sbprof.record import Energy

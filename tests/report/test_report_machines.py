@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from compare_fakes import record, results_of
+from helpers.compare_fakes import record, results_of
 from sbprof.analysis.figures import MachineInfo
 from sbprof.analysis.machines import analyse_machines
 from sbprof.base.errors import ConfigError

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List
 
-from signals import default_sigint
+from helpers.signals import default_sigint
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = Path(__file__).resolve().parent / "recipes"
@@ -24,7 +24,7 @@ def env() -> Dict[str, str]:
 
 
 def sbprof_run(args: List[str], cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
-    # A script may send itself SIGINT: its default action restored first (see tests/signals.py).
+    # A script may send itself SIGINT: its default action restored first (see tests/helpers/signals.py).
     return subprocess.run([sys.executable, "-m", "sbprof", "run", *args], cwd=cwd, env=env(), capture_output=True,
                           text=True, timeout=timeout, preexec_fn=default_sigint)
 

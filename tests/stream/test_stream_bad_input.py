@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from fake_interfaces import use_test_environment
-from fake_streaming import write_fake_model
-from stream_configs import write_stream_yaml
+from helpers.fake_interfaces import use_test_environment
+from helpers.fake_streaming import write_fake_model
+from helpers.stream_configs import write_stream_yaml
 from sbprof.cli import main
 from sbprof.results import RESULTS_FILE
 

@@ -8,8 +8,8 @@ import json
 import soundfile
 import torch
 
-from fake_interfaces import use_test_environment
-from stream_configs import write_stream_yaml
+from helpers.fake_interfaces import use_test_environment
+from helpers.stream_configs import write_stream_yaml
 from sbprof.cli import main
 from sbprof.models.build import load_local_model
 from sbprof.results import RESULTS_FILE

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from fake_interfaces import replace_in_file, write_model_folder, write_sweep_yaml
+from helpers.fake_interfaces import replace_in_file, write_model_folder, write_sweep_yaml
+from helpers.paths import ROOT as REPO
 from sbprof.base.errors import ConfigError
 from sbprof.cli.overrides import parse_command_line
 from sbprof.jobs.preamble import FLAGS, VALUES, default_cpu_threads
@@ -14,7 +15,6 @@ from sbprof.sweep.config import load_config
 from sbprof.sweep.schema import SCHEMA
 from sbprof.base.yamlconfig import shipped_example
 
-REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = shipped_example()
 
 
@@ -113,10 +113,9 @@ def test_missing_sections_and_files(tmp_path, yaml_path):
         load_config(tmp_path / "broken.yaml")
 
 
-def test_user_defined_interface_checks(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
+def test_user_defined_interface_checks(tmp_path):
     folder = write_model_folder(tmp_path / "busy", rtf=0.01)
-    path = write_sweep_yaml(tmp_path / "s.yaml", str(folder), "fake_interfaces.BusyInterface",
+    path = write_sweep_yaml(tmp_path / "s.yaml", str(folder), "helpers.fake_interfaces.BusyInterface",
                             method="process", args=["wavs", "wav_lens"])
     cfg = load_config(path)
     assert cfg.pretrained_model.kind == "folder" and cfg.pretrained_model.method == "process"
@@ -130,7 +129,7 @@ def test_user_defined_interface_checks(tmp_path, monkeypatch):
     replace_in_file(path, "    method: process\n    args: [wavs, lens]\n", "")
     with pytest.raises(ConfigError, match="give both `method` and `args`"):
         load_config(path)
-    path = write_sweep_yaml(tmp_path / "s.yaml", str(tmp_path), "fake_interfaces.BusyInterface",
+    path = write_sweep_yaml(tmp_path / "s.yaml", str(tmp_path), "helpers.fake_interfaces.BusyInterface",
                             method="process", args=["wavs"])
     with pytest.raises(ConfigError, match="holds no hyperparams.yaml"):
         load_config(path)

@@ -7,7 +7,7 @@ import torchaudio
 from sbprof.train.brains import BRAINS
 from sbprof.train.data import mock_batches
 from sbprof.train.models import ModelSizes, build_modules
-from train_tiny import TINY_MODEL
+from helpers.train_tiny import TINY_MODEL
 
 SIZES = ModelSizes(**TINY_MODEL)
 

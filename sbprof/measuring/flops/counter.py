@@ -24,7 +24,7 @@ left only when the whole backward ends, so every backward operator run
 after it is attributed to it as well. ``ModuleTracker`` also never enters a
 module whose outputs get their gradient from the caller (the last layer,
 the model itself): its backward belongs to no module. Both measured with torch
-2.14 (ModuleTracker's in ``tests/flops/test_flops_counter.py``).
+2.14 (ModuleTracker's in ``tests/measuring/flops/test_flops_counter.py``).
 
 Limits: modules run through ``module.forward(...)`` rather than
 ``module(...)`` fire no hooks (their work goes to the caller); models under

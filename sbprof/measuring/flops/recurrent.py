@@ -25,7 +25,7 @@ Conventions, per time step, batch element and hidden unit (``G`` gates:
 The fused kernels compute every gradient, also that of the (zero) initial
 state; the decomposed path skips gradients nobody needs, so its backward
 can count fewer MACs for the same layer (one ``B x 4H x H`` product per
-layer and direction for an LSTM: ``tests/flops/test_flops_counter.py``).
+layer and direction for an LSTM: ``tests/measuring/flops/test_flops_counter.py``).
 """
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Test helpers for comparisons: a model whose energy is known, YAML writers, constructed results.
 
 :class:`RaplBumpInterface` is loaded by workers through its dotted path
-(``compare_fakes.RaplBumpInterface``), so tests put this folder on
-``PYTHONPATH`` (:func:`fake_interfaces.use_test_environment`).
+(``helpers.compare_fakes.RaplBumpInterface``), so tests put ``tests/`` on
+``PYTHONPATH`` (:func:`helpers.fake_interfaces.use_test_environment`).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from speechbrain.inference.interfaces import Pretrained
 from sbprof.record import Cell, Counts, Energy, Measurement, MemoryPeak
 from sbprof.record import Results
 
-BUSY = {"type": "fake_interfaces.BusyInterface", "method": "process", "args": ["wavs", "wav_lens"]}
+BUSY = {"type": "helpers.fake_interfaces.BusyInterface", "method": "process", "args": ["wavs", "wav_lens"]}
 
 
 def write_counter(folder: Path, energy_uj: int) -> None:

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from compare_fakes import BUSY, fake_powercap, write_compare_yaml
-from fake_interfaces import use_test_environment, write_model_folder
+from helpers.compare_fakes import BUSY, fake_powercap, write_compare_yaml
+from helpers.fake_interfaces import use_test_environment, write_model_folder
 from sbprof.cli import main as sbprof_main
 from sbprof.results import load_results
 
@@ -35,7 +35,7 @@ def setup(tmp_path):
     variants = [
         {"name": "fast", "source": str(busy), **BUSY},
         {"name": "slow", "source": str(busy), **BUSY, "overrides": {"rtf": 0.03}},
-        {"name": "bump", "source": str(bump), **BUSY, "type": "compare_fakes.RaplBumpInterface"},
+        {"name": "bump", "source": str(bump), **BUSY, "type": "helpers.compare_fakes.RaplBumpInterface"},
         {"name": "linear", "yaml": "linear.yaml", "module": "model", "input": "features", "features": 40},
     ]
     return write_compare_yaml(tmp_path / "c.yaml", variants, measured=SAMPLES,

@@ -1,7 +1,7 @@
 """A fake StreamingASR whose every chunk costs a known time: the ground truth of the stream job's figures.
 
 ``FakeStreamingASR`` is a genuine ``speechbrain.inference.interfaces.Pretrained``
-loaded by dotted path (``stream.fake_streaming.FakeStreamingASR``, with
+loaded by dotted path (``helpers.fake_streaming.FakeStreamingASR``, with
 ``tests/`` on ``PYTHONPATH``: see ``fake_interfaces.use_test_environment``)
 through ``from_hparams``, as the stream job loads any model. The k-th
 ``transcribe_chunk`` on a context calls ``encode_chunk``, which spins on
@@ -52,7 +52,7 @@ def write_fake_model(folder: Path, compute_s: float, frame_samples: int = 160, t
              f"decode_cpu_s: {decode_cpu_s}", "modules: {}",
              "pretrainer: !new:speechbrain.utils.parameter_transfer.Pretrainer", "    loadables: {}"]
     if final_chunks is not None:
-        lines += ["fea_streaming_extractor: !new:stream.fake_streaming.FakeExtractor",
+        lines += ["fea_streaming_extractor: !new:helpers.fake_streaming.FakeExtractor",
                   f"    final_chunks: {final_chunks}"]
     if trained:
         lines += ["dynchunktrain_config_sampler: !new:speechbrain.utils.dynamic_chunk_training."

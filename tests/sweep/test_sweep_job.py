@@ -11,7 +11,8 @@ from typing import Dict
 import pytest
 import torch
 
-from fake_interfaces import replace_in_file, use_test_environment, write_model_folder, write_sweep_yaml
+from helpers.fake_interfaces import replace_in_file, use_test_environment, write_model_folder, write_sweep_yaml
+from helpers.paths import EXAMPLE_AUDIO as EXAMPLE
 from sbprof.jobs.registry import get_job
 from sbprof.jobs.registry import render_only as render_results
 from sbprof.jobs.runner import Outcome, run_config
@@ -20,8 +21,6 @@ from sbprof.report.format import sig3
 from sbprof.results import RESULTS_FILE, load_results
 from sbprof.sweep.config import load_config
 from sbprof.sweep.schema import MEASURED_MAX, MEASURED_MIN_S
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "sbprof" / "data" / "example_audio.wav"
 
 
 @pytest.fixture(autouse=True)
@@ -149,7 +148,7 @@ def test_ground_truth_busy_model(tmp_path):
     """
     true_rtf = 0.2
     path = write_sweep_yaml(tmp_path / "s.yaml", str(busy_model(tmp_path, true_rtf)),
-                            "fake_interfaces.BusyInterface", method="process", args=["wavs", "wav_lens"],
+                            "helpers.fake_interfaces.BusyInterface", method="process", args=["wavs", "wav_lens"],
                             lengths=[0.5], batch_sizes=[1, 2], measured=5)
     sweep(path)
     table = markdown_table((tmp_path / "out" / "report.md").read_text(), "cpu, 1 thread", "RTFx")
@@ -183,7 +182,7 @@ def test_ground_truth_calibrated_matmuls(tmp_path):
     log = tmp_path / "inner.jsonl"
     folder = write_model_folder(tmp_path / "mm", matrix_size=128, matmuls_per_second=200, timing_log=str(log))
     warmup, measured = 2, 5
-    path = write_sweep_yaml(tmp_path / "s.yaml", str(folder), "fake_interfaces.MatmulInterface",
+    path = write_sweep_yaml(tmp_path / "s.yaml", str(folder), "helpers.fake_interfaces.MatmulInterface",
                             method="process", args=["wavs", "wav_lens"], lengths=[0.5], batch_sizes=[1, 2],
                             warmup=warmup, measured=measured)
     sweep(path)
@@ -213,7 +212,7 @@ def test_ground_truth_calibrated_matmuls(tmp_path):
 def test_failing_cells_are_recorded_and_the_sweep_goes_on(tmp_path):
     folder = write_model_folder(tmp_path / "faulty", raise_batch_sizes=[2], oom_from_s=1,
                                 kill_batch_sizes=[3])
-    path = write_sweep_yaml(tmp_path / "s.yaml", str(folder), "fake_interfaces.FaultyInterface",
+    path = write_sweep_yaml(tmp_path / "s.yaml", str(folder), "helpers.fake_interfaces.FaultyInterface",
                             method="process", args=["wavs", "wav_lens"], lengths=[0.5, 1], batch_sizes=[1, 2, 3])
     outcome = sweep(path)
     cells = cells_of(tmp_path / "out")
@@ -239,7 +238,7 @@ def test_memory_one_batch_adds_whatever_ran_before(tmp_path):
     """Batches holding 256 then 64 MiB in 64 KiB pieces: each cell reads its own amount within 5 %,
     although the warm-up batches left the pieces with the heap and a bigger cell ran first."""
     folder = write_model_folder(tmp_path / "pieces", mib_per_audio_s=128)
-    path = write_sweep_yaml(tmp_path / "s.yaml", str(folder), "fake_interfaces.PiecesInterface",
+    path = write_sweep_yaml(tmp_path / "s.yaml", str(folder), "helpers.fake_interfaces.PiecesInterface",
                             method="process", args=["wavs", "wav_lens"], lengths=[2, 0.5], batch_sizes=[1],
                             warmup=2, measured=2)
     sweep(path)
@@ -259,7 +258,7 @@ def test_exporting_traces_changes_no_figure(tmp_path):
     results = {}
     for export in (False, True):
         out = tmp_path / f"out-{export}"
-        path = write_sweep_yaml(tmp_path / f"s-{export}.yaml", str(folder), "fake_interfaces.PiecesInterface",
+        path = write_sweep_yaml(tmp_path / f"s-{export}.yaml", str(folder), "helpers.fake_interfaces.PiecesInterface",
                                 method="process", args=["wavs", "wav_lens"], lengths=[0.5, 1], batch_sizes=[1],
                                 export_logs=export, output_folder=out)
         sweep(path)
@@ -273,7 +272,7 @@ def test_exporting_traces_changes_no_figure(tmp_path):
 
 
 def test_resume_measures_only_missing_cells(tmp_path):
-    path = write_sweep_yaml(tmp_path / "s.yaml", str(busy_model(tmp_path, 0.01)), "fake_interfaces.BusyInterface",
+    path = write_sweep_yaml(tmp_path / "s.yaml", str(busy_model(tmp_path, 0.01)), "helpers.fake_interfaces.BusyInterface",
                             method="process", args=["wavs", "wav_lens"], lengths=[0.5, 1], batch_sizes=[1, 2],
                             triangle_only=True)
     first = sweep(path)
@@ -295,7 +294,7 @@ def test_resume_measures_only_missing_cells(tmp_path):
 
 
 def test_traces_and_render_only(tmp_path):
-    path = write_sweep_yaml(tmp_path / "s.yaml", str(busy_model(tmp_path, 0.01)), "fake_interfaces.BusyInterface",
+    path = write_sweep_yaml(tmp_path / "s.yaml", str(busy_model(tmp_path, 0.01)), "helpers.fake_interfaces.BusyInterface",
                             method="process", args=["wavs", "wav_lens"], lengths=[0.5], batch_sizes=[1],
                             export_logs=True)
     sweep(path)
@@ -345,7 +344,7 @@ def test_cuda_sweep_splits_host_and_gpu_busy_time(tmp_path):
 @pytest.mark.cuda
 def test_cuda_out_of_memory_is_recorded(tmp_path):
     folder = write_model_folder(tmp_path / "greedy", gigabytes_per_audio_s=0.5)
-    path = write_sweep_yaml(tmp_path / "s.yaml", str(folder), "fake_interfaces.GreedyInterface",
+    path = write_sweep_yaml(tmp_path / "s.yaml", str(folder), "helpers.fake_interfaces.GreedyInterface",
                             method="process", args=["wavs", "wav_lens"], lengths=[1, 2000], batch_sizes=[1])
     replace_in_file(path, "devices: [cpu]", "devices: [cuda]")
     sweep(path)
@@ -375,7 +374,7 @@ def test_a_process_warm_up_absorbs_the_slow_first_calls_of_a_fresh_process(tmp_p
     """Each process's calls spin 3x (0.15 s per audio second instead of 0.05) for their first 0.3 s: with one
     warm-up batch per cell, the first cell timed would read them; the process-level warm-up takes them first."""
     folder = write_model_folder(tmp_path / "cold", rtf=0.05, cold_s=0.3, cold_factor=3.0)
-    path = write_sweep_yaml(tmp_path / "s.yaml", str(folder), "fake_interfaces.BusyInterface", method="process",
+    path = write_sweep_yaml(tmp_path / "s.yaml", str(folder), "helpers.fake_interfaces.BusyInterface", method="process",
                             args=["wavs", "wav_lens"], lengths=[0.5], batch_sizes=[1, 2], measured=3, runs=2)
     sweep(path)
     records = load_results(tmp_path / "out").records
@@ -387,7 +386,7 @@ def test_a_process_warm_up_absorbs_the_slow_first_calls_of_a_fresh_process(tmp_p
 
 
 def test_fixed_repeats_measure_each_cell_in_fresh_processes(tmp_path):
-    path = write_sweep_yaml(tmp_path / "s.yaml", str(busy_model(tmp_path, 0.05)), "fake_interfaces.BusyInterface",
+    path = write_sweep_yaml(tmp_path / "s.yaml", str(busy_model(tmp_path, 0.05)), "helpers.fake_interfaces.BusyInterface",
                             method="process", args=["wavs", "wav_lens"], lengths=[0.5], batch_sizes=[1, 2], runs=3,
                             noise_floor=True)
     outcome = sweep(path)
@@ -441,7 +440,7 @@ def test_adaptive_repeats_stop_at_the_target_or_the_cap(tmp_path):
     model = busy_model(tmp_path, 0.05)  # spins a fixed time: runs agree to well within 20 %
     for name, repeats, expected in (("easy", "{runs: adaptive, target: 0.2, min_runs: 2, max_runs: 6, confidence: 0.5}", 2),
                                     ("hard", "{runs: adaptive, target: 0.000001, min_runs: 2, max_runs: 3}", 3)):
-        path = write_sweep_yaml(tmp_path / f"{name}.yaml", str(model), "fake_interfaces.BusyInterface",
+        path = write_sweep_yaml(tmp_path / f"{name}.yaml", str(model), "helpers.fake_interfaces.BusyInterface",
                                 method="process", args=["wavs", "wav_lens"], lengths=[0.5], batch_sizes=[1],
                                 output_folder=tmp_path / name)
         replace_in_file(path, "repeats: {runs: 1}", f"repeats: {repeats}")

@@ -1,18 +1,13 @@
 """The decorators' modules= option: a Brain's steps attributed, light or detailed, hooks gone after fit."""
-import sys
-from pathlib import Path
-
 import pytest
 import speechbrain as sb
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "decorators"))
-from decorator_brains import data  # noqa: E402
-
-from modules_models import Sleeper  # noqa: E402
-from sbprof import profile  # noqa: E402
-from sbprof.base.errors import ConfigError  # noqa: E402
-from sbprof.measuring.modules import ModuleAttribution  # noqa: E402
+from helpers.decorator_brains import data
+from modules_models import Sleeper
+from sbprof import profile
+from sbprof.base.errors import ConfigError
+from sbprof.measuring.modules import ModuleAttribution
 
 SLEEP_S = 0.02
 

@@ -11,7 +11,7 @@ from sbprof.results import load_results
 from sbprof.train.config import validate
 from sbprof.train.data import mock_batches
 from sbprof.train.plan import Plan
-from train_tiny import tiny_overrides
+from helpers.train_tiny import tiny_overrides
 
 
 def run_training(cfg):

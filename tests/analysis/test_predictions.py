@@ -1,18 +1,15 @@
 """Predicted cells against measured ones: fit on the triangle of a real model's full grid, predict the corner."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from fake_interfaces import use_test_environment, write_sweep_yaml
+from helpers.fake_interfaces import use_test_environment, write_sweep_yaml
+from helpers.paths import EXAMPLE_AUDIO as EXAMPLE
 from sbprof.jobs.registry import get_job
 from sbprof.jobs.runner import run_config
 from sbprof.analysis.predictions import held_out_validation
 from sbprof.results import load_results
 from sbprof.sweep.config import load_config
-
-EXAMPLE = Path(__file__).resolve().parents[1] / "sbprof" / "data" / "example_audio.wav"
 
 
 @pytest.fixture(autouse=True)

@@ -1,17 +1,14 @@
 """Inputs of a cell: seeded noise, or a real recording fitted to exactly the cell's length."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import soundfile
 import torch
 
+from helpers.paths import EXAMPLE_AUDIO as EXAMPLE
 from sbprof.base.errors import ConfigError
 from sbprof.models.audio import fit_length, input_kind, load_example, make_batch, num_samples
-
-EXAMPLE = Path(__file__).resolve().parents[1] / "sbprof" / "data" / "example_audio.wav"
 
 
 def test_noise_is_seeded_and_exactly_sized():

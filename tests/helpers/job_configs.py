@@ -2,22 +2,15 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import List
 
-TESTS = Path(__file__).resolve().parents[1]
-ROOT = TESTS.parent
-sys.path.insert(0, str(TESTS / "train"))
-sys.path.insert(0, str(TESTS / "stream"))
-from train_tiny import tiny_overrides  # noqa: E402
-from fake_streaming import write_fake_model  # noqa: E402
-from stream_configs import write_stream_yaml  # noqa: E402
-
-from fake_interfaces import write_model_folder, write_sweep_yaml  # noqa: E402
-
-from sbprof import counts, script  # noqa: E402
-from sbprof.jobs.registry import JOBS  # noqa: E402
+from helpers.fake_interfaces import write_model_folder, write_sweep_yaml
+from helpers.fake_streaming import write_fake_model
+from helpers.stream_configs import write_stream_yaml
+from helpers.train_tiny import tiny_overrides
+from sbprof import counts, script
+from sbprof.jobs.registry import JOBS
 
 COUNT_JOBS = tuple(job.name for job in counts.JOBS)
 SCRIPT_JOBS = tuple(job.name for job in script.JOBS)
@@ -40,12 +33,12 @@ def argv_of(job: str, tmp_path: Path, out: Path, rtf: float = 0.05) -> List[str]
     """
     if job == "profile":
         busy = write_model_folder(tmp_path / "busy", rtf=rtf)
-        path = write_sweep_yaml(tmp_path / "p.yaml", str(busy), "fake_interfaces.BusyInterface", **BUSY,
+        path = write_sweep_yaml(tmp_path / "p.yaml", str(busy), "helpers.fake_interfaces.BusyInterface", **BUSY,
                                 lengths=[0.5, 1], batch_sizes=[1, 2], output_folder=out)
         return [str(path), "--noprogressbar"]
     if job == "compare-models":
         busy = write_model_folder(tmp_path / "busy", rtf=rtf)
-        variants = [{"name": n, "source": str(busy), "type": "fake_interfaces.BusyInterface", **BUSY,
+        variants = [{"name": n, "source": str(busy), "type": "helpers.fake_interfaces.BusyInterface", **BUSY,
                      "overrides": {"rtf": r}} for n, r in (("a", rtf), ("b", 2 * rtf))]
         path = _yaml(tmp_path / "c.yaml", {"variants": variants, "vary": "audio_s", "values": [0.5, 1], "measured": 3,
                                           "warmup": 1, "devices": "cpu", "cpu_threads": 1, "output_folder": str(out)})

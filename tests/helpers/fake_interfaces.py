@@ -6,8 +6,8 @@ the sweep loads it with ``from_hparams`` from a folder written by
 ``sbprof.models.interfaces.make_call``, exactly as it would a SpeechBrain model.
 What differs is that their cost (or failure) is known in advance.
 
-Workers import this module by its dotted path, so tests put this folder on
-``sys.path`` and ``PYTHONPATH`` (see :data:`TESTS_DIR`).
+Workers import this module by its dotted path (``helpers.fake_interfaces.BusyInterface``), so tests put
+``tests/`` on their ``PYTHONPATH`` (:func:`use_test_environment`); pytest has it on ``sys.path`` (setup.cfg).
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from speechbrain.inference.interfaces import Pretrained
 
-TESTS_DIR = Path(__file__).resolve().parent
+from helpers.paths import TESTS
 
 
 def write_model_folder(folder: Path, **hparams: Any) -> Path:
@@ -219,10 +219,9 @@ def replace_in_file(path: Path, old: str, new: str) -> Path:
 
 
 def use_test_environment(monkeypatch: Any, model_cache: Path) -> None:
-    """Make this module importable by workers and keep built models in ``model_cache``."""
-    monkeypatch.syspath_prepend(str(TESTS_DIR))
+    """Make the test helpers importable by workers and keep built models in ``model_cache``."""
     pythonpath = os.environ.get("PYTHONPATH")
-    monkeypatch.setenv("PYTHONPATH", str(TESTS_DIR) + (os.pathsep + pythonpath if pythonpath else ""))
+    monkeypatch.setenv("PYTHONPATH", str(TESTS) + (os.pathsep + pythonpath if pythonpath else ""))
     monkeypatch.setenv("SBPROF_CACHE", str(model_cache))
 
 

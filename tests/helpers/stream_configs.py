@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
-FAKE = "stream.fake_streaming.FakeStreamingASR"
+FAKE = "helpers.fake_streaming.FakeStreamingASR"
 
 
 def write_stream_yaml(path: Path, source: str, *, type_name: str = FAKE, chunk_sizes: Any = (8,),
