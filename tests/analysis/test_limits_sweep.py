@@ -2,7 +2,7 @@
 without it.
 
 The length-quadratic verdict is checked on real sweeps of a model whose cost is known in advance
-(``fake_interfaces.LengthSpinInterface``: ``a*L + b*L^2`` seconds of CPU per utterance, so the crossing is
+(``helpers.fake_interfaces.LengthSpinInterface``: ``a*L + b*L^2`` seconds of CPU per utterance, so the crossing is
 ``a / b`` by construction). The threads, noise, memory and real-time rules are checked on hand-made records:
 on this 2-core machine shared with other test runs, a live 1 -> 2 thread scaling test would measure the
 neighbours, not the rule.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from fake_interfaces import use_test_environment, write_model_folder, write_sweep_yaml
+from helpers.fake_interfaces import use_test_environment, write_model_folder, write_sweep_yaml
 from sbprof.analysis.limits import Limits
 from sbprof.analysis.sweep import analyse
 from sbprof.jobs.registry import get_job
@@ -198,7 +198,7 @@ LENGTHS = [0.5, 1, 2, 4]
 
 def sweep_of(tmp_path: Path, linear_s: float, quadratic_s: float):
     model = write_model_folder(tmp_path / "spin", linear_s=linear_s, quadratic_s=quadratic_s)
-    path = write_sweep_yaml(tmp_path / "s.yaml", str(model), "fake_interfaces.LengthSpinInterface",
+    path = write_sweep_yaml(tmp_path / "s.yaml", str(model), "helpers.fake_interfaces.LengthSpinInterface",
                             lengths=LENGTHS, batch_sizes=[1, 2], method="process", args=["wavs", "wav_lens"],
                             measured=3)
     run_config(get_job("profile"), load_config(path, None, {"noprogressbar": True}), log=lambda line: None)

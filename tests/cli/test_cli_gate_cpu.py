@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fake_interfaces import use_test_environment, write_model_folder, write_sweep_yaml
+from helpers.fake_interfaces import use_test_environment, write_model_folder, write_sweep_yaml
 from sbprof.cli import main as sbprof_main
 from sbprof.jobs.registry import get_job
 from sbprof.jobs.runner import run_config
@@ -31,7 +31,7 @@ def measured_beside_a_busy_process(tmp_path: Path) -> Path:
     model = write_model_folder(tmp_path / "matmul", matrix_size=128, matmuls_per_second=150,
                                timing_log=str(tmp_path / "timing.jsonl"))
     out = tmp_path / "base"
-    path = write_sweep_yaml(tmp_path / "p.yaml", str(model), "fake_interfaces.MatmulInterface", method="process",
+    path = write_sweep_yaml(tmp_path / "p.yaml", str(model), "helpers.fake_interfaces.MatmulInterface", method="process",
                             args=["wavs", "wav_lens"], lengths=[1], batch_sizes=[1], measured=5, runs=4,
                             output_folder=out)
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from compare_fakes import record, results_of
+from helpers.compare_fakes import record, results_of
 from sbprof.analysis.compare_models import analyse
 from sbprof.analysis.limits import Limits
 from sbprof.jobs.registry import get_job

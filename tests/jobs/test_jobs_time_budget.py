@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from fake_interfaces import use_test_environment, write_model_folder, write_sweep_yaml
+from helpers.fake_interfaces import use_test_environment, write_model_folder, write_sweep_yaml
 from sbprof.cli import main as sbprof_main
 from sbprof.results import load_results
 
@@ -24,7 +24,7 @@ def environment(monkeypatch, tmp_path_factory):
 
 def sweep_yaml(tmp_path, name, runs, budget=None):
     busy = write_model_folder(tmp_path / "busy", rtf=0.02)
-    path = write_sweep_yaml(tmp_path / f"{name}.yaml", str(busy), "fake_interfaces.BusyInterface", method="process",
+    path = write_sweep_yaml(tmp_path / f"{name}.yaml", str(busy), "helpers.fake_interfaces.BusyInterface", method="process",
                             args=["wavs", "wav_lens"], lengths=[0.5, 1], batch_sizes=[1, 2], runs=runs,
                             output_folder=tmp_path / name)
     if budget is not None:

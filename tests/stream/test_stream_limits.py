@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from fake_interfaces import use_test_environment
-from fake_streaming import write_fake_model
-from stream_configs import write_stream_yaml
+from helpers.fake_interfaces import use_test_environment
+from helpers.fake_streaming import write_fake_model
+from helpers.stream_configs import write_stream_yaml
 from sbprof.analysis.stream import analyse
 from sbprof.analysis.stream_limits import NO_SPLIT
 from sbprof.cli import main
