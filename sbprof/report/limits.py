@@ -13,8 +13,8 @@ Example
 <BLANKLINE>
 Not decided: threads: one thread setting only.
 <BLANKLINE>
-Each verdict fires when its rule's threshold is passed (thresholds and their reasons: docs/limits.md);
-its figures come from the tables above.
+Each verdict fires when its rule's threshold is passed (the thresholds and their reasons: sbprof's README,
+"What limits this"); its figures come from the tables above.
 """
 from __future__ import annotations
 
@@ -51,6 +51,6 @@ def render_limits(limits: Limits) -> str:
         lines.append("No rule fired: no limit passed its threshold in these figures.")
     if limits.undecided:
         lines += ["", "Not decided: " + "; ".join(limits.undecided) + "."]
-    lines += ["", "Each verdict fires when its rule's threshold is passed (thresholds and their reasons: "
-              "docs/limits.md);", "its figures come from the tables above."]
+    lines += ["", "Each verdict fires when its rule's threshold is passed (the thresholds and their reasons: sbprof's "
+              "README,", '"What limits this"); its figures come from the tables above.']
     return "\n".join(lines)

@@ -188,8 +188,8 @@ Peak memory in GB (10^9 bytes) = peak resident memory of the whole process durin
    - rule: RTF < 1
    - try: a margin of 66.7x: longer utterances or larger batches stay real-time up to about that factor
 
-Each verdict fires when its rule's threshold is passed (thresholds and their reasons: docs/limits.md);
-its figures come from the tables above.
+Each verdict fires when its rule's threshold is passed (the thresholds and their reasons: sbprof's README,
+"What limits this"); its figures come from the tables above.
 """
 
 
