@@ -16,6 +16,7 @@ from sbprof.analysis.intervals import RunsSummary
 from sbprof.analysis.runs import cpu_cost_over_runs, spread_priors, worker_group
 from sbprof.analysis.series import Crossover, Series, build_series, find_crossovers, settings_of, x_value
 from sbprof.record import Measurement
+from sbprof.record.cell import setting_name
 from sbprof.analysis.figures import MachineInfo, cell_figures, cell_sort_key
 from sbprof.analysis.limits import THRESHOLDS, Figure, Limits, Verdict, limits
 from sbprof.record.results import Results
@@ -30,6 +31,11 @@ class CompareSetting:
     series: List[Series]
     crossovers: List[Crossover]
     cpu_costs: Dict[Tuple[str, float], RunsSummary] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """Filesystem-safe, e.g. ``cpu-1threads`` (the plots' file names)."""
+        return setting_name(self.device, self.threads)
 
     def cpu_cost(self, variant: str, x: float) -> Optional[RunsSummary]:
         """A point's CPU cost over its runs (core-seconds per audio second), ``None`` on CUDA or without CPU times."""

@@ -26,6 +26,8 @@ class MachineFacts(Codec):
     torch: Optional[str] = "?"
     torchaudio: Optional[str] = "?"
     speechbrain: Optional[str] = "?"
+    python: Optional[str] = "?"
+    cuda: Optional[str] = None
 
 
 def machine_facts(machine: Mapping[str, Any]) -> Optional[MachineFacts]:

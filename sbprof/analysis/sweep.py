@@ -16,19 +16,21 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from sbprof.analysis.cell_rows import CellRow, predicted_rows, record_row
 from sbprof.analysis.costmodel import HeldOutReport
+from sbprof.analysis.figures import batch_audio_seconds, busy_rtf, cell_figures, cell_sort_key, setting_sort_key
 from sbprof.analysis.intervals import RunsSummary, SpreadPrior
 from sbprof.analysis.limits import Limits
-from sbprof.analysis.sweep_limits import TimeModel, cell_rtf, fit_time_model, sweep_limits
-from sbprof.analysis.cell_rows import CellRow, predicted_rows, record_row
-from sbprof.analysis.figures import batch_audio_seconds, busy_rtf, cell_figures, cell_sort_key, setting_sort_key
+from sbprof.analysis.machine_facts import MachineFacts, machine_facts
 from sbprof.analysis.predictions import (CellPrediction, ShownPrediction, held_out_validation, predict_cells,
                                          shown_predictions)
-from sbprof.record import STATUSES, Env, Measurement
-from sbprof.record.results import Results
 from sbprof.analysis.runs import (NoiseFloor, cpu_cost_over_runs, group_runs, load_explains, median_over_runs,
                                   noise_floor, others_load, representative, rtf_over_runs, spread_priors, worker_group)
+from sbprof.analysis.sweep_limits import TimeModel, cell_rtf, fit_time_model, sweep_limits
+from sbprof.analysis.sweep_plot import PlotLine, plot_lines
 from sbprof.base.stats import Stats, summarise
+from sbprof.record import STATUSES, Measurement
+from sbprof.record.results import Results
 
 GridKey = Tuple[float, int]
 SettingKey = Tuple[str, int]
@@ -154,24 +156,6 @@ class SweepSetting:
 
 
 @dataclass(frozen=True)
-class PlotLine:
-    """One (setting, batch size) line of a sweep's plot: per audio length, the RTF and the band of its interval.
-
-    The band is the run-to-run interval the table prints for cells measured in
-    several runs, and the within-run quartiles of a cell measured once.
-    """
-
-    device: str
-    threads: int
-    batch_size: int
-    xs: List[float]
-    median: List[float]
-    low: List[float]
-    high: List[float]
-    added_mb: List[Optional[float]]
-
-
-@dataclass(frozen=True)
 class SweepModel:
     """One model (and variant) of a sweep: its grid, per setting, and its plot."""
 
@@ -194,7 +178,7 @@ class SweepSummary:
     models: List[SweepModel]
     rows: List[CellRow]
     counts: Dict[str, int]
-    env: Optional[Env]
+    env: Optional[MachineFacts]
     example_audio: Optional[str]
     input: str
     warmup: int
@@ -297,36 +281,6 @@ def _setting(device: str, threads: int, records: List[Measurement], references: 
                                    if r is not None}))
 
 
-def _plot(records: Sequence[Measurement]) -> List[PlotLine]:
-    lines: Dict[Tuple[str, int, int], Dict[float, List[Measurement]]] = {}
-    for m in records:
-        if m.ok and m.wall_s and m.audio_seconds:
-            lines.setdefault((m.cell.device, m.cell.threads, m.cell.batch_size), {}).setdefault(
-                float(m.cell.audio_s), []).append(m)
-    priors = spread_priors(records)
-    out = []
-    for (device, threads, batch), by_x in sorted(lines.items(), key=lambda kv: setting_sort_key(*kv[0][:2])
-                                                 + (kv[0][2],)):
-        xs, med, low, high, added = [], [], [], [], []
-        for x in sorted(by_x):
-            runs = by_x[x]
-            summary = rtf_over_runs(runs, prior=priors[worker_group(runs[0])])
-            if len(runs) > 1:
-                lo, hi = summary.interval.low, summary.interval.high
-            else:
-                one = summarise([w / batch_audio_seconds(runs[0]) for w in runs[0].wall_s])
-                lo, hi = one.q1, one.q3
-            key = "peak_cuda_delta_bytes" if device.startswith("cuda") else "peak_rss_delta_bytes"
-            value = median_over_runs(runs, lambda m: getattr(m.memory, key) if m.memory else None)
-            xs.append(x)
-            med.append(summary.interval.median)
-            low.append(lo)
-            high.append(hi)
-            added.append(None if value is None else value / 1e6)
-        out.append(PlotLine(device, threads, batch, xs, med, low, high, added))
-    return out
-
-
 def _by_model(records: Sequence[Measurement]) -> Dict[Tuple[str, str], List[Measurement]]:
     """Records per (model, variant): predictions and tables never mix two models."""
     grouped: Dict[Tuple[str, str], List[Measurement]] = {}
@@ -351,7 +305,7 @@ def _model(model: str, variant: str, group: List[Measurement], references: List[
         settings=[_setting(d, t, settings[(d, t)], [m for m in references if m.cell.setting == (d, t)],
                            by_setting.get((d, t), {}), validate)
                   for d, t in sorted(settings, key=lambda k: setting_sort_key(*k))],
-        plot=_plot(group), predicted=predicted)
+        plot=plot_lines(group), predicted=predicted)
 
 
 def analyse(results: Results) -> SweepSummary:
@@ -371,7 +325,7 @@ def analyse(results: Results) -> SweepSummary:
         + [row for (model, variant), group in by_model.items() for row in
            predicted_rows(model, variant or None, models[(model, variant)].predicted)],
         counts={s: sum(m.status == s for m in firsts) for s in STATUSES},
-        env=next((m.env for m in records if m.env is not None), None),
+        env=next((machine_facts(m.env.to_dict()) for m in records if m.env is not None), None),
         example_audio=first.settings.get("example_audio") if first else None, input=first.cell.input if first else "",
         warmup=first.warmup if first else 0,
         measured=results.rules.get("measured", len(first.wall_s) if first else 0), fill=fill, validate=validate,

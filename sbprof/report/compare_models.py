@@ -12,7 +12,6 @@ from typing import Dict, List, Optional, Sequence, Union
 from sbprof.analysis.compare_models import CompareSetting, ComparisonSummary, VariantSetup
 from sbprof.analysis.intervals import RunsSummary
 from sbprof.analysis.series import VARIED, Crossover, Point, Series
-from sbprof.record.cell import setting_name
 from sbprof.report.cells_csv import render_csv
 from sbprof.report.format import known, plural, sig3, status_text, table
 from sbprof.report.limits import render_limits
@@ -207,7 +206,7 @@ def render(summary: ComparisonSummary) -> Dict[str, Union[str, bytes]]:
         if not series:
             continue
         lines = [Line(growth_label(s), s, f"C{i % 10}") for i, s in enumerate(series)]
-        prefix = f"{setting_name(setting.device, setting.threads)}-" if several else ""
+        prefix = f"{setting.name}-" if several else ""
         plots = render_series_plots(lines, summary.vary, setting.crossovers, f"{where}: {setting_label(setting)}",
                                     prefix)
         embedded[setting_label(setting)] = {n: path for n, (path, _) in plots.items()}

@@ -16,8 +16,8 @@ from typing import Dict, List, Optional
 
 from tabulate import tabulate
 
+from sbprof.analysis.machine_facts import MachineFacts
 from sbprof.analysis.sweep import SweepModel, SweepSetting, SweepSummary
-from sbprof.record import Env
 from sbprof.report.format import plural, sig3
 from sbprof.report.limits import render_limits
 from sbprof.report.sweep_cells import (CPU_COST, busy_text, cpu_cost_text, grid_table, memory_text, prediction_text,
@@ -32,7 +32,7 @@ def _input_text(summary: SweepSummary) -> str:
     return f"seeded white Gaussian noise (`{summary.input}`)"
 
 
-def _env_text(env: Optional[Env]) -> str:
+def _env_text(env: Optional[MachineFacts]) -> str:
     if env is None:
         return "not recorded"
     gpu = f"{env.gpu} (CUDA {env.cuda})" if env.gpu else "none"
