@@ -94,7 +94,10 @@ def _device_name(device_type: Any) -> str:
 
 
 def is_device_event(event: Any) -> bool:
-    """A kernel, copy or memset that ran on an accelerator (not a host-side event)."""
+    """A kernel, copy or memset that ran on an accelerator (not a host-side event, nor the copy of a
+    ``record_function`` range that the profiler draws on the device's timeline around the kernels)."""
+    if getattr(event, "activity_type", None) == "gpu_user_annotation" or getattr(event, "is_user_annotation", False):
+        return False
     return _device_name(event.device_type) in _DEVICE_TYPES
 
 
@@ -138,8 +141,20 @@ def operator_cpu_us(events: Sequence[Any]) -> float:
 
 
 def device_us(events: Sequence[Any]) -> float:
-    """Time of device events (kernels, copies, memsets), each counted once."""
-    return float(sum(e.time_range.end - e.time_range.start for e in events if is_device_event(e)))
+    """Time the device was busy with kernels, copies and memsets: their intervals' union, so work that overlaps
+    (several streams) is counted once.
+
+    Example
+    -------
+    >>> from torch.autograd import DeviceType
+    >>> from torch.autograd.profiler_util import FunctionEvent
+    >>> k1 = FunctionEvent(1, "gemm", 7, 10, 50, device_type=DeviceType.CUDA, activity_type="kernel")
+    >>> k2 = FunctionEvent(2, "add", 8, 40, 60, device_type=DeviceType.CUDA, activity_type="kernel")
+    >>> mark = FunctionEvent(3, "batch", 7, 5, 70, device_type=DeviceType.CUDA, activity_type="gpu_user_annotation")
+    >>> device_us([k1, k2, mark])
+    50.0
+    """
+    return float(union_us((e.time_range.start, e.time_range.end) for e in events if is_device_event(e)))
 
 
 def memory_records(kineto_events: Iterable[Any]) -> List[MemoryRecord]:

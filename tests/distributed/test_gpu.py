@@ -79,7 +79,8 @@ def test_an_nccl_world_reads_communication_from_nccl_kernels(tmp_path):
                                   profiling={"export_trace": True}), "t.yaml", {"noprogressbar": True})
     results = load_results(run_config(get_job("train"), cfg, log=lambda line: None).results)
     (rank,) = [m for m in results.records if m.cell.rank is not None]
-    assert rank.ok and rank.settings["distributed"]["backend"] == "nccl" and rank.memory.peak_cuda_bytes > 0
+    assert rank.ok, (rank.status, rank.message)
+    assert rank.settings["distributed"]["backend"] == "nccl" and rank.memory.peak_cuda_bytes > 0
     assert all(c > 0 for c in rank.extra["rank"]["comm_s"])  # DDP's all-reduce kernels
     assert len(rank.cuda_s) == len(rank.wall_s) and all(0 < c <= w * 1.05 for c, w in zip(rank.cuda_s,
                                                                                            rank.wall_s))

@@ -35,7 +35,12 @@ def test_gpu_bound_call_with_overlapping_waits_counted_once():
 
 @pytest.mark.cuda
 def test_real_gpu_matmuls_are_gpu_bound():
-    x = torch.randn(4096, 4096, device="cuda")
-    split = measure_device_split(lambda: [x @ x for _ in range(10)])
+    # 8192^3 products: a few ms each even on an H200's tensor cores, so the ten launches (µs each) are small beside
+    # them (4096^3 ones took 0.34 ms each there, near the host's launch and profiling cost).
+    x = torch.randn(8192, 8192, device="cuda")
+    work = lambda: [x @ x for _ in range(10)]  # noqa: E731
+    work()  # the first product creates cuBLAS's handle on the host (tens of ms): not what this call measures
+    torch.cuda.synchronize()
+    split = measure_device_split(work)
     assert 0.5 * split.wall_s < split.gpu_busy_s <= split.wall_s
     assert split.host_busy_s < 0.5 * split.wall_s
