@@ -22,7 +22,7 @@ def main(argv: List[str], prog: str = "sbprof run") -> int:
     """Run ``sbprof run`` (see the module docstring); return the exit code."""
     from sbprof.base.errors import ConfigError
     from sbprof.cli.job import configure
-    from sbprof.jobs.render import reports
+    from sbprof.jobs.render import reports, summary_block
     from sbprof.jobs.runner import run_job
     from sbprof.results import FolderInUse, StorageError
     from sbprof.script import JOB as entry
@@ -36,6 +36,7 @@ def main(argv: List[str], prog: str = "sbprof run") -> int:
     plan = entry.plan(cfg)
     try:
         outcome = run_job(plan, folder, progress_bar=False, render=lambda results: reports(entry, results, folder),
+                          summarise=lambda results: summary_block(entry, results),
                           log=lambda line: print(f"sbprof: {line}", file=sys.stderr))
     except (ConfigError, FolderInUse) as exc:
         if created:

@@ -51,6 +51,9 @@ def summary_table(s: StageFigures) -> str:
     if s.kind == "inference" and s.rtf is not None:
         rows.append(["RTF / RTFx", f"{sig3(s.rtf)} / {sig3(s.rtfx)}"])
     rows += [["data wait (share of wait + step)", _share(s.data_wait_share)],
+             ["operators per step; CPU per operator (dispatch floor)", "n/a (no trace)" if s.cpu_per_operator_s is None
+              else f"{s.operators_per_step:,.0f}; {sig3(s.cpu_per_operator_s * 1e6)} µs "
+                   f"({sig3(s.dispatch_floor_s * 1e6)} µs)"],
              ["forward / backward / optimiser (share of step)",
               f"{_share(s.forward_share)} / {_share(s.backward_share)} / {_share(s.optimizer_share)}"],
              ["FLOPs per step (all counted operators)", "n/a" if s.flops_per_step is None

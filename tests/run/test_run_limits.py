@@ -5,10 +5,13 @@ forward that runs a known number of tiny operators (10,000 ``x + 1``), against o
 """
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from run_helpers import LOOP, RECIPES, sbprof_run
 from sbprof.analysis.run import analyse
+from sbprof.record.codec import to_json
 from sbprof.results.store import load_results
 
 pytestmark = pytest.mark.slow
@@ -21,6 +24,8 @@ def _run(tmp_path, *args):
     done = sbprof_run(["--output_folder", str(out), *map(str, args)], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     report = analyse(load_results(out / "results.json"))
+    # results.json keeps the verdicts the report shows (its summary block), for --render-only and readers
+    assert json.loads((out / "results.json").read_text())["summary"]["limits"] == to_json(report.limits)
     return report, {v.rule: v for v in report.limits.verdicts}, (out / "report.md").read_text()
 
 
@@ -33,6 +38,7 @@ def test_a_sleeping_dataset_fires_data_loading_and_the_same_without_sleep_does_n
     assert figures["wait share"] == pytest.approx(figures["data wait"] / (figures["data wait"] + figures["step"]))
     assert text.rstrip().endswith("its figures come from the tables above.")
     assert "1. **data loading.** Stage `train`: Waiting for data takes" in text.split("## What limits this")[1]
+    assert "| operators per step; CPU per operator (dispatch floor) |" in text
     # Without the sleep, DataLoader's own work (a few ms here, under the profiler) beside a step that spins 60 ms.
     report, verdicts, _ = _run(tmp_path / "awake", LOOP, "--steps", "12", "--spin_ms", "60")
     assert report.stages[0].data_wait_s < 0.030
