@@ -19,9 +19,8 @@ Two modes:
   (``sbprof.optimizer:<Class>``), so the regions show in torch.profiler
   tables and traces when a profiler runs.
 
-torch's own module trackers (``ModTracker``, ``ModuleTracker``) follow
-backward with multi-grad hooks on a module's inputs and leave a module whose
-inputs need no gradient only when the whole backward ends; the
+torch's own module trackers (``ModTracker``, ``ModuleTracker``) follow backward with multi-grad hooks on a
+module's inputs and leave a module whose inputs need no gradient only when the whole backward ends; the
 sequence-number partition has no such blind spot (:mod:`sbprof.measuring.modules.timeline`).
 
 Limits: the backward of one graph must run on one thread (CPU, or a single
@@ -40,11 +39,11 @@ from sbprof.base.checks import check_int
 from sbprof.base.errors import ConfigError, MeasurementError
 from sbprof.measuring.modules.memory import MEMORY_NOTE, module_memory
 from sbprof.measuring.modules.result import build_breakdown
-from sbprof.record.breakdown import ModuleBreakdown
 from sbprof.measuring.modules.selection import DEFAULT, select_modules
 from sbprof.measuring.modules.steps import StepRecord, newest_node, now, sequence_nr
 from sbprof.measuring.modules.timeline import END_OF_BACKWARD, owner_of
 from sbprof.measuring.modules.wrapping import WrappedForward, wrap_forward
+from sbprof.record.breakdown import ModuleBreakdown
 
 MODES = ("light", "detailed")
 FORWARD_LABEL = "sbprof.forward:"
