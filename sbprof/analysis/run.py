@@ -40,6 +40,10 @@ DEFINITIONS = {
     "utterances/s, audio s/s": "utterances and seconds of audio (a PaddedBatch's `sig` lengths) over the "
                                "measured steps, divided by their summed step time",
     "RTF, RTFx": "summed step time / summed audio seconds, and its inverse (inference calls)",
+    "CPU time, CPU cost": "the process's CPU time during a measured step (all its threads; median [q1, q3]), and "
+                          "summed CPU time / summed audio seconds (core-seconds per audio second): what a core "
+                          "spends, independent of waiting for one; with several threads it includes threads that "
+                          "spin while waiting (OpenMP)",
     "data wait": "time inside DataLoader iterators' __next__ before each measured step, as a share of "
                  "(data wait + step time)",
     "forward, backward, optimiser": "time inside outermost nn.Module calls, torch.autograd.backward and "
@@ -130,6 +134,8 @@ class StageFigures:
     operators_per_step: Optional[float] = None
     cpu_per_operator_s: Optional[float] = None
     dispatch_floor_s: Optional[float] = None
+    cpu_step: Optional[Stats] = None  # CPU time per measured step
+    cpu_cost: Optional[float] = None  # summed CPU time / summed audio seconds (core-seconds per audio second)
 
 
 @dataclass(frozen=True)
@@ -184,9 +190,13 @@ def stage_figures(m: Measurement) -> StageFigures:
     utterances, audio = _measured(m, extra.utterances), _measured(m, extra.audio_s)
     if utterances and all(u is not None for u in utterances):
         fig.utterances_per_s = sum(utterances) / total
+    if m.cpu_s and len(m.cpu_s) == len(m.wall_s):
+        fig.cpu_step = summarise(m.cpu_s)
     if audio and all(a is not None for a in audio) and sum(audio) > 0:
         fig.audio_s_per_s = sum(audio) / total
         fig.rtf, fig.rtfx = rtf(total, sum(audio)), rtfx(total, sum(audio))
+        if fig.cpu_step is not None:
+            fig.cpu_cost = sum(m.cpu_s) / sum(audio)
     wait = _measured(m, extra.data_wait_s)
     if wait:
         fig.data_wait_share = sum(wait) / (sum(wait) + total)

@@ -94,11 +94,13 @@ def train_figures(m: Measurement) -> Dict[str, Any]:
 
     Example
     -------
-    >>> m = Measurement(label="train:ctc", wall_s=[1.0, 2.0, 3.0], extra={"audio_s_per_step": [4.0, 4.0, 4.0],
-    ...                 "flops": {"per_step": [10.0, 10.0, 10.0]}})
+    >>> m = Measurement(label="train:ctc", wall_s=[1.0, 2.0, 3.0], cpu_s=[0.5, 1.0, 1.5],
+    ...                 extra={"audio_s_per_step": [4.0, 4.0, 4.0], "flops": {"per_step": [10.0, 10.0, 10.0]}})
     >>> f = train_figures(m)
     >>> f["step_s_median"], f["audio_s_per_s"], f["flops_per_audio_s"], round(f["achieved_flops_per_s"], 3)
     (2.0, 2.0, 2.5, 5.0)
+    >>> f["cpu_s_median"], f["cpu_cost"]  # 3 core-seconds over 12 audio seconds
+    (1.0, 0.25)
     """
     if not m.ok or not m.wall_s:
         return {}
@@ -109,6 +111,12 @@ def train_figures(m: Measurement) -> Dict[str, Any]:
                                "steps": len(m.wall_s)}
     if len(audio) == len(m.wall_s):
         figures["audio_s_per_s"] = sum(audio) / sum(m.wall_s)
+    if m.cpu_s and len(m.cpu_s) == len(m.wall_s):
+        cpu = summarise(m.cpu_s)
+        figures.update(cpu_s_median=cpu.median, cpu_s_q1=cpu.q1, cpu_s_q3=cpu.q3)
+        if len(audio) == len(m.cpu_s) and sum(audio) > 0:
+            # Core-seconds per audio second: what a core spends per second of audio trained, whatever the wait.
+            figures["cpu_cost"] = sum(m.cpu_s) / sum(audio)
     flops = extra.flops.per_step if extra.flops is not None else []
     if flops and len(flops) == len(m.wall_s):
         figures["flops_per_step"] = sum(flops) / len(flops)
@@ -130,6 +138,10 @@ class TrainFigures(Codec):
     flops_per_step: Optional[float] = None
     achieved_flops_per_s: Optional[float] = None
     flops_per_audio_s: Optional[float] = None
+    cpu_s_median: Optional[float] = None
+    cpu_s_q1: Optional[float] = None
+    cpu_s_q3: Optional[float] = None
+    cpu_cost: Optional[float] = None
 
 
 @dataclass(frozen=True)

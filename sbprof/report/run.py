@@ -50,6 +50,11 @@ def summary_table(s: StageFigures) -> str:
             ["audio seconds per second", "n/a" if s.audio_s_per_s is None else f"{sig3(s.audio_s_per_s)} s/s"]]
     if s.kind == "inference" and s.rtf is not None:
         rows.append(["RTF / RTFx", f"{sig3(s.rtf)} / {sig3(s.rtfx)}"])
+    if s.cpu_step is not None:
+        cpu = s.cpu_step
+        rows.append(["CPU time per step, median [q1, q3]", f"{sig3(cpu.median)} s [{sig3(cpu.q1)}, {sig3(cpu.q3)}]"])
+    if s.cpu_cost is not None:
+        rows.append(["CPU cost (core-seconds per audio second)", sig3(s.cpu_cost)])
     rows += [["data wait (share of wait + step)", _share(s.data_wait_share)],
              ["operators per step; CPU per operator (dispatch floor)", "n/a (no trace)" if s.cpu_per_operator_s is None
               else f"{s.operators_per_step:,.0f}; {sig3(s.cpu_per_operator_s * 1e6)} µs "

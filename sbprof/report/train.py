@@ -28,6 +28,12 @@ def _memory_text(cell: TrainCell) -> str:
             f"(+{bytes_in('GB', mem.peak_rss_delta_bytes)} GB during the step; {mem.rss_method})")
 
 
+CPU_DEFINITION = ("CPU time = the worker process's CPU time during a step (all its threads); CPU cost = summed CPU "
+                  "time / summed audio seconds trained (core-seconds per audio second): what a core spends, "
+                  "independent of waiting for one. With several threads it includes threads that spin while "
+                  "waiting (OpenMP). The step time above stays the wall clock a user waits on.")
+
+
 def summary_table(cell: TrainCell) -> str:
     """The headline figures of one cell."""
     m, f, extra = cell.record, cell.figures, cell.payload
@@ -38,6 +44,12 @@ def summary_table(cell: TrainCell) -> str:
                                      f"{cell.audio_steps} steps)" if f.audio_s_per_s is not None else "n/a"],
         ["peak memory (one step, longest batch)", _memory_text(cell)],
     ]
+    if f.cpu_s_median is not None:
+        rows.insert(1, ["CPU time per step, median [q1, q3]", f"{sig3(f.cpu_s_median)} s [{sig3(f.cpu_s_q1)}, "
+                                                               f"{sig3(f.cpu_s_q3)}]"])
+        if f.cpu_cost is not None:
+            rows.insert(3, ["CPU cost (core-seconds per audio second)", f"{sig3(f.cpu_cost)} (= core-hours per "
+                                                                        "hour of audio trained)"])
     if f.flops_per_step is not None:
         rows += [["FLOPs per step (forward + backward)",
                   f"{si(f.flops_per_step, 'FLOP')} ({si(cell.macs_per_step, 'MAC')})"
@@ -89,7 +101,8 @@ def render_variant(cell: TrainCell) -> str:
             f"batch {where.batch_size}{run})")
     if not m.ok:
         return f"{head}\n\n{m.status}: {m.message}\n"
-    parts = [head, "", summary_table(cell), "", "### Where the step's time goes", "",
+    cpu = ([CPU_DEFINITION, ""] if cell.figures is not None and cell.figures.cpu_s_median is not None else [])
+    parts = [head, "", summary_table(cell), "", *cpu, "### Where the step's time goes", "",
              render_breakdown(extra.modules, cell.steps).rstrip()]
     if any(r.type == "RNNTLoss" for r in extra.modules.rows):
         parts += ["", "torchaudio's `rnnt_loss` computes the loss and its gradient in one forward call: its "

@@ -109,3 +109,18 @@ def test_a_selection_matching_nothing_stops_before_training(tmp_path):
     with pytest.raises(ConfigError, match="profiling.modules: pattern 'decoder.*' matches no module"):
         Plan(cfg)
     assert not (tmp_path / "results.json").exists() or not load_results(tmp_path).records
+
+
+def test_cpu_figures_replay_the_records_and_the_report_defines_them(run):
+    cfg, outcome, results = run
+    from sbprof.analysis.train import analyse
+
+    summary = analyse(results)
+    for cell in summary.cells:
+        m, f = cell.record, cell.figures
+        # CPU time per step never exceeds what the worker's threads could burn in the step's wall time
+        assert len(m.cpu_s) == len(m.wall_s) and all(0 < c <= w * m.cell.threads * 1.05 + 0.005
+                                                     for c, w in zip(m.cpu_s, m.wall_s))
+        assert f.cpu_cost == pytest.approx(sum(m.cpu_s) / sum(m.extra["audio_s_per_step"][-len(m.cpu_s):]))
+    report = (outcome.results.parent / "report.md").read_text()
+    assert "CPU cost (core-seconds per audio second)" in report and "CPU cost = summed CPU time" in report
