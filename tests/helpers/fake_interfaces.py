@@ -55,7 +55,9 @@ class BusyInterface(Pretrained):
 
     The spin reads ``time.perf_counter`` until the deadline, so the batch's
     wall time is the target plus the call's overhead: its true RTF is
-    ``hparams.rtf``. With ``cold_s`` (optional), calls that start within
+    ``hparams.rtf``. With ``clock: cpu`` it reads the thread's CPU clock
+    instead: the batch does that much work, as a real model does, however
+    long other processes keep it from a core. With ``cold_s`` (optional), calls that start within
     that many seconds of the process's first call spin ``cold_factor`` times
     longer, as a fresh process's first calls do while its thread pools and
     caches settle.
@@ -69,8 +71,9 @@ class BusyInterface(Pretrained):
             BusyInterface.first_call = now
         cold = now - BusyInterface.first_call < getattr(self.hparams, "cold_s", 0.0)
         factor = self.hparams.cold_factor if cold else 1.0
-        deadline = time.perf_counter() + factor * self.hparams.rtf * _batch_seconds(self, wavs)
-        while time.perf_counter() < deadline:
+        clock = time.thread_time if getattr(self.hparams, "clock", "wall") == "cpu" else time.perf_counter
+        deadline = clock() + factor * self.hparams.rtf * _batch_seconds(self, wavs)
+        while clock() < deadline:
             pass
         return deadline
 
