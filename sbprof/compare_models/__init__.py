@@ -16,35 +16,13 @@ The series, growth laws, crossovers and the regression gate are statistics
 :data:`JOB` names them all; its heavy parts are imported when called.
 """
 from sbprof.analysis.figures import cell_figures
-from sbprof.jobs.job import Job, Lazy
-
-
-def _config():  # imports torch and SpeechBrain
-    from sbprof.compare_models import config
-
-    return config
-
-
-def _analyse():
-    from sbprof.analysis.compare_models import analyse
-
-    return analyse
-
-
-def _render():  # imports matplotlib
-    from sbprof.report.compare_models import render
-
-    return render
-
-
-def _plan():
-    from sbprof.compare_models.plan import Plan
-
-    return Plan
-
+from sbprof.jobs.job import Job, Lazy, schema_keys
 
 JOB = Job("compare-models", "models or variants over a varied size: latency, RTFx, memory, energy, plots",
-          load_config=Lazy(lambda: _config().load_config), config_keys=lambda: list(_config().SCHEMA),
-          plan=Lazy(_plan), analyse=Lazy(_analyse), render=Lazy(_render), derive=cell_figures, noun="point")
+          load_config=Lazy("sbprof.compare_models.config", "load_config"),
+          config_keys=schema_keys("sbprof.compare_models.config"), plan=Lazy("sbprof.compare_models.plan", "Plan"),
+          analyse=Lazy("sbprof.analysis.compare_models", "analyse"),
+          render=Lazy("sbprof.report.compare_models", "render"),  # imports matplotlib
+          derive=cell_figures, noun="point")
 JOBS = (JOB,)
 """What the registry lists (a package may hold several jobs, as counts does)."""

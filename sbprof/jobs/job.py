@@ -3,8 +3,9 @@
 A job package (``sweep/``, ``train/``...) exports ``JOB`` (the counts
 package exports ``JOBS``, one per command); :mod:`sbprof.jobs.registry`
 lists the packages and derives ``name -> Job``. Parts whose module imports
-torch or matplotlib are small functions of the package that import it when
-called (:class:`Lazy`), so listing the jobs (``sbprof --help``) stays light.
+torch or matplotlib are named by module and attribute and imported when
+called (:class:`Lazy`), so listing the jobs (``sbprof --help``) stays light;
+the tests resolve every such part of every job.
 
 The path one cell takes: the YAML (or the job's own command line) ->
 ``load_config`` -> ``plan`` (cells, grouped into worker batches) -> the
@@ -14,6 +15,7 @@ runner -> ``results.json`` -> ``analyse`` (one summary) -> ``render``
 from __future__ import annotations
 
 import argparse
+import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, Sequence
@@ -96,23 +98,36 @@ class Job:
 
 
 class Lazy:
-    """A part whose module is heavy (torch, SpeechBrain, matplotlib): ``load()`` returns the callable, imported on
-    the first call (so ``sbprof --help`` and ``import sbprof`` stay light).
+    """A part whose module is heavy (torch, SpeechBrain, matplotlib): the callable ``name`` of ``module``, imported
+    on the first call (so ``sbprof --help`` and ``import sbprof`` stay light). :attr:`target` imports it now.
 
     Example
     -------
-    >>> def load():
-    ...     from sbprof.base.checks import nearest
-    ...     return nearest
-    >>> Lazy(load)("profle", ["profile"])
+    >>> nearest = Lazy("sbprof.base.checks", "nearest")
+    >>> nearest("profle", ["profile"])
     " (did you mean 'profile'?)"
     """
 
-    def __init__(self, load: Callable[[], Callable[..., Any]]):
-        self.load = load
+    def __init__(self, module: str, name: str):
+        self.module, self.name = module, name
+
+    @property
+    def target(self) -> Any:
+        return getattr(importlib.import_module(self.module), self.name)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.load()(*args, **kwargs)
+        return self.target(*args, **kwargs)
+
+
+def schema_keys(module: str) -> Callable[[], List[str]]:
+    """A YAML job's ``config_keys``: the top-level keys of ``module``'s ``SCHEMA``, imported when asked.
+
+    Example
+    -------
+    >>> schema_keys("sbprof.jobs.preamble")()[:2]
+    ['devices', 'cpu_threads']
+    """
+    return lambda: list(Lazy(module, "SCHEMA").target)
 
 
 class ArgumentParser(argparse.ArgumentParser):

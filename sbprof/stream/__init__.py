@@ -11,35 +11,11 @@ analysis in :mod:`sbprof.analysis.stream`, the renderers in
 :mod:`sbprof.report.stream`. :data:`JOB` names them all; its heavy parts are
 imported when called.
 """
-from sbprof.jobs.job import Job, Lazy
-
-
-def _config():  # imports torch and SpeechBrain
-    from sbprof.stream import config
-
-    return config
-
-
-def _analyse():
-    from sbprof.analysis.stream import analyse
-
-    return analyse
-
-
-def _render():  # imports matplotlib
-    from sbprof.report.stream import render
-
-    return render
-
-
-def _plan():
-    from sbprof.stream.plan import Plan
-
-    return Plan
-
+from sbprof.jobs.job import Job, Lazy, schema_keys
 
 JOB = Job("stream", "streaming ASR chunk by chunk: latency percentiles, real-time margin, streams per machine",
-          load_config=Lazy(lambda: _config().load_config), config_keys=lambda: list(_config().SCHEMA),
-          plan=Lazy(_plan), analyse=Lazy(_analyse), render=Lazy(_render))
+          load_config=Lazy("sbprof.stream.config", "load_config"), config_keys=schema_keys("sbprof.stream.config"),
+          plan=Lazy("sbprof.stream.plan", "Plan"), analyse=Lazy("sbprof.analysis.stream", "analyse"),
+          render=Lazy("sbprof.report.stream", "render"))  # imports matplotlib
 JOBS = (JOB,)
 """What the registry lists (a package may hold several jobs, as counts does)."""

@@ -16,36 +16,12 @@ profile``, ``results.json``'s ``job``) but its package is ``sweep``, because
 (:mod:`sbprof.decorators`) and a package ``sbprof.profile`` would shadow it.
 """
 from sbprof.analysis.figures import cell_figures
-from sbprof.jobs.job import Job, Lazy
-
-
-def _config():  # imports torch and SpeechBrain
-    from sbprof.sweep import config
-
-    return config
-
-
-def _analysis():
-    from sbprof.analysis import sweep
-
-    return sweep
-
-
-def _render():  # imports matplotlib
-    from sbprof.report.sweep import render
-
-    return render
-
-
-def _plan():
-    from sbprof.sweep.plan import Plan
-
-    return Plan
-
+from sbprof.jobs.job import Job, Lazy, schema_keys
 
 JOB = Job("profile", "profiling sweep of a pretrained model: RTF and memory tables",
-          load_config=Lazy(lambda: _config().load_config), config_keys=lambda: list(_config().SCHEMA),
-          plan=Lazy(_plan), analyse=Lazy(lambda: _analysis().analyse), render=Lazy(_render),
-          derive=cell_figures, summarise=Lazy(lambda: _analysis().summary_block))
+          load_config=Lazy("sbprof.sweep.config", "load_config"), config_keys=schema_keys("sbprof.sweep.config"),
+          plan=Lazy("sbprof.sweep.plan", "Plan"), analyse=Lazy("sbprof.analysis.sweep", "analyse"),
+          render=Lazy("sbprof.report.sweep", "render"),  # imports matplotlib
+          derive=cell_figures, summarise=Lazy("sbprof.analysis.sweep", "summary_block"))
 JOBS = (JOB,)
 """What the registry lists (a package may hold several jobs, as counts does)."""

@@ -13,31 +13,12 @@ The figures and the analysis are :mod:`sbprof.analysis.train`, the report
 torch are imported when called.
 """
 from sbprof.analysis.train import analyse, train_figures
-from sbprof.jobs.job import Job, Lazy, written_report
+from sbprof.jobs.job import Job, Lazy, schema_keys, written_report
 from sbprof.report.train import render
 
-
-def _config():  # imports torch
-    from sbprof.train import config
-
-    return config
-
-
-def _plan():
-    from sbprof.train.plan import Plan
-
-    return Plan
-
-
-def _run_rank():
-    from sbprof.train.rank import run_rank
-
-    return run_rank
-
-
 JOB = Job("train", "training-loop profile: step time, memory, FLOPs, per-module breakdown; DDP scale-out",
-          load_config=Lazy(lambda: _config().load_config), config_keys=lambda: list(_config().SCHEMA),
-          plan=Lazy(_plan), analyse=analyse, render=render, derive=train_figures, show=written_report,
-          run_rank=Lazy(_run_rank))
+          load_config=Lazy("sbprof.train.config", "load_config"), config_keys=schema_keys("sbprof.train.config"),
+          plan=Lazy("sbprof.train.plan", "Plan"), analyse=analyse, render=render, derive=train_figures,
+          show=written_report, run_rank=Lazy("sbprof.train.rank", "run_rank"))
 JOBS = (JOB,)
 """What the registry lists (a package may hold several jobs, as counts does)."""

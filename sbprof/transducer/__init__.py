@@ -17,35 +17,12 @@ library) on purpose: the worker runs it under other interpreters (e.g.
 Python 3.9 + torch 1.13 + k2) that lack sbprof's dependencies. Every part of
 :data:`JOB` is imported when called.
 """
-from sbprof.jobs.job import Job, Lazy, written_report
-
-
-def _config():
-    from sbprof.transducer import config
-
-    return config
-
-
-def _analyse():
-    from sbprof.analysis.transducer import analyse
-
-    return analyse
-
-
-def _render():
-    from sbprof.report.transducer import render
-
-    return render
-
-
-def _plan():
-    from sbprof.transducer.plan import Plan
-
-    return Plan
-
+from sbprof.jobs.job import Job, Lazy, schema_keys, written_report
 
 JOB = Job("transducer", "RNN-T loss backends: agreement, step time and memory side by side",
-          load_config=Lazy(lambda: _config().load_config), config_keys=lambda: list(_config().SCHEMA),
-          plan=Lazy(_plan), analyse=Lazy(_analyse), render=Lazy(_render), show=written_report)
+          load_config=Lazy("sbprof.transducer.config", "load_config"),
+          config_keys=schema_keys("sbprof.transducer.config"), plan=Lazy("sbprof.transducer.plan", "Plan"),
+          analyse=Lazy("sbprof.analysis.transducer", "analyse"), render=Lazy("sbprof.report.transducer", "render"),
+          show=written_report)
 JOBS = (JOB,)
 """What the registry lists (a package may hold several jobs, as counts does)."""

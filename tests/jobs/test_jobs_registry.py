@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from sbprof.jobs import registry
-from sbprof.jobs.job import Job, written_report
+from sbprof.jobs.job import Job, Lazy, written_report
 from sbprof.jobs.plan import Records
 from sbprof.jobs.preamble import SCHEMA as PREAMBLE, Defaults, Preamble, check_preamble, load_tree
 from sbprof.record import Cell, Measurement, Results
@@ -24,7 +24,17 @@ def test_every_part_of_every_job_is_a_callable(name):
     assert all(callable(getattr(job, part)) for part in PARTS)
     assert all(getattr(job, part) is None or callable(getattr(job, part)) for part in OPTIONAL)
     assert (job.config_keys is None) != (job.parse is None)
-    assert list(inspect.signature(job.analyse).parameters)  # the real function's, through a lazy part too
+    analyse = job.analyse.target if isinstance(job.analyse, Lazy) else job.analyse
+    assert list(inspect.signature(analyse).parameters) == ["results"]
+
+
+@pytest.mark.parametrize("name", list(registry.JOBS))
+def test_every_lazy_part_names_a_callable_that_imports(name):
+    job = registry.JOBS[name]
+    lazy = [getattr(job, part) for part in PARTS + OPTIONAL if isinstance(getattr(job, part), Lazy)]
+    assert all(callable(part.target) for part in lazy)
+    if job.config_keys is not None:
+        assert "output_folder" in job.config_keys()
 
 
 def test_every_job_comes_from_a_listed_package():
