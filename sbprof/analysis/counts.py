@@ -1,63 +1,31 @@
 """A count command's results analysed once: the one record's result, typed, and its breakdown's step statistics.
 
-``flops`` and ``params`` results are read into :class:`FlopsCount` and
-:class:`ParamsCount` (through the codec: a hand-edited file with a value of
-the wrong kind is one :class:`~sbprof.base.errors.ConfigError`), with the
-figures their report shows derived here: FLOPs per second of audio, the
-operators ordered by FLOPs, each operator's calls over both passes.
+``flops`` and ``params`` results are read into their record types through
+the codec (a hand-edited file with a value of the wrong kind is one
+:class:`~sbprof.base.errors.ConfigError`): :class:`FlopsResult` (a
+:class:`~sbprof.record.flops.FlopCount` with its audio length) and
+:class:`~sbprof.record.params.ParamCount`; the figures their report shows
+are derived here: FLOPs per second of audio, the operators ordered by FLOPs.
+The row types are named here for the renderers, which import no record.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from dataclasses import dataclass
+from typing import List, Optional
 
 from sbprof.analysis.figures import Outcome
 from sbprof.analysis.breakdown import ModuleBreakdown, BreakdownSteps, breakdown_steps
-from sbprof.record.codec import Codec
+from sbprof.record.flops import FlopCount, ModuleFlops, OperatorFlops
+from sbprof.record.params import ModuleParams, ParamCount
 from sbprof.record.results import Results
 
-
-@dataclass(frozen=True)
-class FlopsModule(Codec):
-    """One module's FLOPs and MACs (forward, and backward when counted), at its ``depth`` in the tree."""
-
-    name: str
-    type: str
-    depth: int
-    calls: int
-    flops: float
-    macs: float
-    backward_flops: Optional[float] = None
-    backward_macs: Optional[float] = None
+__all__ = ["CountsSummary", "FlopsResult", "ModuleFlops", "ModuleParams", "OperatorFlops", "ParamCount", "analyse"]
 
 
 @dataclass(frozen=True)
-class FlopsOperator(Codec):
-    """One operator's FLOPs over the forward and the backward; ``total_calls`` is both passes' calls."""
+class FlopsResult(FlopCount):
+    """A ``flops`` job's result as saved: the count and the audio seconds it was made on (``None``: no audio)."""
 
-    name: str
-    calls: int
-    flops: float
-    backward_calls: int = 0
-    backward_flops: float = 0
-
-    @property
-    def total_calls(self) -> int:
-        return self.calls + self.backward_calls
-
-
-@dataclass(frozen=True)
-class FlopsCount(Codec):
-    """A FLOP count as its result is saved; ``per_audio_s`` and ``ranked`` are derived by :func:`analyse`."""
-
-    flops: float
-    macs: float
-    backward_flops: Optional[float] = None
-    backward_macs: Optional[float] = None
-    modules: List[FlopsModule] = field(default_factory=list)
-    operators: List[FlopsOperator] = field(default_factory=list)
-    untracked: Dict[str, int] = field(default_factory=dict)
-    conventions: Optional[str] = None
     audio_s: Optional[float] = None
 
     @property
@@ -66,7 +34,7 @@ class FlopsCount(Codec):
 
         Example
         -------
-        >>> FlopsCount(flops=2e6, macs=1e6, backward_flops=2e6, audio_s=4.0).per_audio_s
+        >>> FlopsResult(flops=2_000_000, macs=1_000_000, backward_flops=2_000_000, audio_s=4.0).per_audio_s
         1000000.0
         """
         if not self.audio_s:
@@ -74,42 +42,9 @@ class FlopsCount(Codec):
         return (self.flops + (self.backward_flops or 0)) / self.audio_s
 
     @property
-    def ranked(self) -> List[FlopsOperator]:
+    def ranked(self) -> List[OperatorFlops]:
         """The operators, most FLOPs (forward plus backward) first."""
         return sorted(self.operators, key=lambda r: -(r.flops + r.backward_flops))
-
-
-@dataclass(frozen=True)
-class ParamsModule(Codec):
-    """One submodule's parameters (shared tensors once), at its ``depth`` in the tree."""
-
-    name: str
-    type: str
-    depth: int
-    total: int
-    trainable: int
-    shared: bool = False
-
-
-@dataclass(frozen=True)
-class SharedTensor(Codec):
-    """A tensor several parameter names point to, counted once."""
-
-    numel: int
-    names: List[str]
-
-
-@dataclass(frozen=True)
-class ParamsCount(Codec):
-    """A parameter count as its result is saved."""
-
-    total: int
-    trainable: int
-    frozen: int
-    bytes_by_dtype: Dict[str, int] = field(default_factory=dict)
-    buffers: int = 0
-    modules: List[ParamsModule] = field(default_factory=list)
-    shared: List[SharedTensor] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -122,8 +57,8 @@ class CountsSummary:
     input: str
     depth: int
     outcome: Optional[Outcome]
-    flops: Optional[FlopsCount] = None
-    params: Optional[ParamsCount] = None
+    flops: Optional[FlopsResult] = None
+    params: Optional[ParamCount] = None
     breakdown: Optional[ModuleBreakdown] = None
     steps: Optional[BreakdownSteps] = None
 
@@ -138,7 +73,7 @@ def analyse(results: Results) -> CountsSummary:
                          input=record.settings.get("input", "") if record is not None else "",
                          depth=int(results.rules.get("depth", 2)),
                          outcome=None if record is None else Outcome.of(record),
-                         flops=FlopsCount.from_dict(result) if job == "flops" and result else None,
-                         params=ParamsCount.from_dict(result) if job == "params" and result else None,
+                         flops=FlopsResult.from_dict(result) if job == "flops" and result else None,
+                         params=ParamCount.from_dict(result) if job == "params" and result else None,
                          breakdown=breakdown,
                          steps=breakdown_steps(breakdown))

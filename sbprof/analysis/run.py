@@ -24,9 +24,9 @@ from typing import Any, Dict, List, Optional
 from sbprof.analysis.breakdown import ModuleBreakdown, ModuleRow
 from sbprof.analysis.limits import Limits, Verdict, data_loading, dispatch_bound, limits
 from sbprof.analysis.machine_facts import MachineFacts, machine_facts
-from sbprof.analysis.train import ParamsPayload, ParamsRow
 from sbprof.record import Measurement, MemoryPeak
 from sbprof.record.codec import Codec, from_json
+from sbprof.record.params import ModuleParams, ParamCount
 from sbprof.record.results import Results
 from sbprof.base.stats import Stats, rtf, rtfx, summarise
 
@@ -96,7 +96,7 @@ class RunPayload(Codec):
     flops: Optional[RunFlops] = None
     peak_flops: Optional[PeakFlops] = None
     modules: Optional[ModuleBreakdown] = None
-    params: Optional[ParamsPayload] = None
+    params: Optional[ParamCount] = None
     traces: List[str] = field(default_factory=list)
     operators_per_step: Optional[float] = None
     dispatch_floor_s: Optional[float] = None
@@ -129,7 +129,7 @@ class StageFigures:
     memory: Optional[MemoryPeak] = None
     params: Optional[int] = None
     trainable_params: Optional[int] = None
-    params_rows: List[ParamsRow] = field(default_factory=list)  # top-level modules with parameters
+    params_rows: List[ModuleParams] = field(default_factory=list)  # top-level modules with parameters
     traces: List[str] = field(default_factory=list)
     operators_per_step: Optional[float] = None
     cpu_per_operator_s: Optional[float] = None

@@ -27,6 +27,7 @@ from sbprof.base.errors import ConfigError
 from sbprof.analysis.figures import cell_sort_key
 from sbprof.record import Measurement
 from sbprof.record.codec import Codec, from_json
+from sbprof.record.params import ParamCount
 from sbprof.record.results import Results
 from sbprof.base.stats import summarise
 
@@ -42,34 +43,12 @@ class FlopsPayload(Codec):
 
 
 @dataclass(frozen=True)
-class ParamsRow(Codec):
-    """One submodule's parameters (``extra["params"]["modules"]``)."""
-
-    name: str
-    type: str
-    depth: int = 1
-    total: int = 0
-    trainable: int = 0
-    shared: bool = False
-
-
-@dataclass(frozen=True)
-class ParamsPayload(Codec):
-    """What the train worker saves under ``extra["params"]``."""
-
-    total: int = 0
-    trainable: int = 0
-    bytes_by_dtype: Dict[str, int] = field(default_factory=dict)
-    modules: List[ParamsRow] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
 class TrainPayload(Codec):
     """A single-process train record's ``extra`` (each key optional)."""
 
     audio_s_per_step: List[float] = field(default_factory=list)
     flops: Optional[FlopsPayload] = None
-    params: Optional[ParamsPayload] = None
+    params: Optional[ParamCount] = None
     modules: Optional[ModuleBreakdown] = None
     modules_detailed: Optional[ModuleBreakdown] = None
     loadavg_1m: Optional[float] = None

@@ -31,7 +31,6 @@ sbprof.base.errors.ConfigError: Point.x: expected a number, got 'fast'
 from __future__ import annotations
 
 import dataclasses
-import sys
 import typing
 from functools import lru_cache
 from pathlib import PurePath
@@ -88,8 +87,9 @@ def _nested(value: Any) -> Any:
 @lru_cache(maxsize=None)
 def _hints(cls: type) -> Dict[str, Any]:
     # Resolved once per class; "from __future__ import annotations" leaves them as strings (the class may name
-    # itself in them).
-    return typing.get_type_hints(cls, vars(sys.modules[cls.__module__]), {cls.__name__: cls})
+    # itself in them). No global namespace given: each field resolves in the module of the class that declares
+    # it, so a subclass in another module reads its base's fields.
+    return typing.get_type_hints(cls, None, {cls.__name__: cls})
 
 
 def from_json(cls: Type[T], data: Any, where: str = "") -> T:

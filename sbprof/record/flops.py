@@ -2,6 +2,8 @@
 
 Every row and total comes in forward and backward parts. Backward figures are
 None when no backward was counted (never a 0 that could be read as "free").
+Made by :mod:`sbprof.measuring.flops`, saved in a record's payload, read back
+by the analyses (:mod:`sbprof.analysis.counts`): one type from end to end.
 """
 from __future__ import annotations
 
@@ -9,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple
 
 from sbprof.base.errors import ConfigError
-from sbprof.measuring.flops.formulas import CONVENTIONS
 from sbprof.record.codec import Codec, to_json
 
 
@@ -48,6 +49,11 @@ class OperatorFlops:
     backward_flops: int = 0
     backward_macs: int = 0
 
+    @property
+    def total_calls(self) -> int:
+        """Calls over the forward and the backward."""
+        return self.calls + self.backward_calls
+
 
 @dataclass(frozen=True)
 class FlopCount(Codec):
@@ -55,7 +61,7 @@ class FlopCount(Codec):
 
     Example
     -------
-    >>> c = FlopCount(flops=10, macs=4, backward_flops=20, backward_macs=8)
+    >>> c = FlopCount(flops=10, macs=4, backward_flops=20, backward_macs=8, conventions="sbprof-flops-1")
     >>> (c.total_flops, c.total_macs, c.to_dict()["conventions"])
     (30, 12, 'sbprof-flops-1')
     """
@@ -67,7 +73,7 @@ class FlopCount(Codec):
     modules: Tuple[ModuleFlops, ...] = ()
     operators: Tuple[OperatorFlops, ...] = ()
     untracked: Dict[str, int] = field(default_factory=dict)
-    conventions: str = CONVENTIONS
+    conventions: Optional[str] = None  # the formula table's version (sbprof.measuring.flops.CONVENTIONS)
 
     @property
     def total_flops(self) -> Optional[int]:

@@ -9,12 +9,12 @@ from typing import Dict, List, Optional, Sequence, TypeVar, Union
 
 from tabulate import tabulate
 
-from sbprof.analysis.counts import CountsSummary, FlopsCount, FlopsModule, ParamsCount, ParamsModule
+from sbprof.analysis.counts import CountsSummary, FlopsResult, ModuleFlops, ModuleParams, ParamCount
 from sbprof.report.format import bytes_in, sig3
 from sbprof.report.modules_markdown import display_names, render_breakdown
 
 TOP_OPERATORS = 15
-Row = TypeVar("Row", FlopsModule, ParamsModule)
+Row = TypeVar("Row", ModuleFlops, ModuleParams)
 REPORT_FILE = "report.md"
 
 
@@ -38,15 +38,16 @@ def _shown(rows: Sequence[Row], depth: int) -> List[Row]:
     return [r for r in rows if 0 < r.depth <= depth]
 
 
-def render_flops(count: FlopsCount, depth: int = 2) -> str:
+def render_flops(count: FlopsResult, depth: int = 2) -> str:
     """Totals, per-module and per-operator rows of a FLOP count (plus per second of audio when it was given).
 
     Example
     -------
-    >>> count = FlopsCount.from_dict({
+    >>> row = {"calls": 1, "flops": 2_000_000, "macs": 1_000_000, "self_flops": 0, "self_macs": 0}
+    >>> count = FlopsResult.from_dict({
     ...     "flops": 2_000_000, "macs": 1_000_000, "backward_flops": None, "backward_macs": None,
-    ...     "modules": [{"name": "", "type": "Net", "depth": 0, "calls": 1, "flops": 2e6, "macs": 1e6},
-    ...                 {"name": "fc", "type": "Linear", "depth": 1, "calls": 1, "flops": 2e6, "macs": 1e6}],
+    ...     "modules": [{"name": "", "type": "Net", "depth": 0, **row}, {"name": "fc", "type": "Linear", "depth": 1,
+    ...                                                               **row, "self_flops": 2_000_000}],
     ...     "operators": [{"name": "aten.mm", "calls": 1, "flops": 2_000_000, "macs": 1_000_000}],
     ...     "untracked": {}, "conventions": "sbprof-flops-1", "audio_s": 4.0})
     >>> text = render_flops(count)
@@ -81,12 +82,12 @@ def render_flops(count: FlopsCount, depth: int = 2) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_params(count: ParamsCount, depth: int = 2) -> str:
+def render_params(count: ParamCount, depth: int = 2) -> str:
     """Totals, bytes per dtype, per-submodule rows and shared tensors of a parameter count.
 
     Example
     -------
-    >>> count = ParamsCount.from_dict({"total": 1000, "trainable": 600, "frozen": 400,
+    >>> count = ParamCount.from_dict({"total": 1000, "trainable": 600, "frozen": 400,
     ...     "bytes_by_dtype": {"float32": 4000}, "buffers": 0, "modules": [{"name": "a", "type": "Linear",
     ...     "depth": 1, "total": 1000, "trainable": 600, "own": 1000, "shared": False}], "shared": []})
     >>> "1,000 parameters (600 trainable, 400 frozen); 0.004 MB float32" in render_params(count)

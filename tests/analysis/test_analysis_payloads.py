@@ -30,7 +30,8 @@ def train_record(**extra):
             "flops": {"per_step": [100.0, 300.0], "macs_per_step": [40.0, 60.0], "modules": {"enc": [50.0, 50.0]},
                       "untracked": {"aten.foo": 2}},
             "params": {"total": 10, "trainable": 4, "bytes_by_dtype": {"float32": 40},
-                       "modules": [{"name": "enc", "type": "Enc", "depth": 0, "total": 10, "trainable": 4}]}}
+                       "modules": [{"name": "enc", "type": "Enc", "depth": 0, "total": 10, "trainable": 4,
+                                    "own": 0, "shared": False}]}}
     return Measurement("train:ctc", Cell(model="ctc", threads=2), wall_s=[1.0, 3.0], extra={**base, **extra})
 
 

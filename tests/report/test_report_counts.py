@@ -9,10 +9,12 @@ from sbprof.record import Measurement, Results
 from sbprof.report.counts import render
 
 FLOPS = {"flops": 3_000_000, "macs": 1_500_000, "backward_flops": 5_000_000, "backward_macs": 2_500_000,
-         "modules": [{"name": "", "type": "Net", "depth": 0, "calls": 1, "flops": 3_000_000, "macs": 1_500_000}],
-         "operators": [{"name": "aten.addmm", "calls": 2, "flops": 3_000_000, "backward_calls": 0,
+         "modules": [{"name": "", "type": "Net", "depth": 0, "calls": 1, "flops": 3_000_000, "macs": 1_500_000,
+                      "self_flops": 0, "self_macs": 0}],
+         "operators": [{"name": "aten.addmm", "calls": 2, "flops": 3_000_000, "macs": 1_500_000, "backward_calls": 0,
                         "backward_flops": 0},
-                       {"name": "aten.mm", "calls": 0, "flops": 0, "backward_calls": 3, "backward_flops": 5_000_000}],
+                       {"name": "aten.mm", "calls": 0, "flops": 0, "macs": 0, "backward_calls": 3,
+                        "backward_flops": 5_000_000}],
          "untracked": {"aten.fft": 1}, "conventions": "sbprof-flops-1", "audio_s": 2.0}
 
 
@@ -37,5 +39,5 @@ def test_flops_report_derives_per_audio_second_and_ranks_operators():
 def test_a_failed_count_and_a_value_of_the_wrong_kind():
     text = render(analyse(counted("params", {}, status="error", message="TypeError: no")))["report.md"]
     assert text.endswith("\n\nerror: TypeError: no\n")
-    with pytest.raises(ConfigError, match="ParamsCount.total: expected an integer"):
+    with pytest.raises(ConfigError, match="ParamCount.total: expected an integer"):
         analyse(counted("params", {"total": "many", "trainable": 1, "frozen": 0}))

@@ -15,7 +15,7 @@ from sbprof.measuring.flops.counter import FlopCounter, UntrackedOperatorWarning
 from sbprof.measuring.flops.cost import Cost
 from sbprof.measuring.flops.formulas import CONVENTIONS, FORMULAS, NO_FLOPS, formula_for
 from sbprof.measuring.flops.peak import Achieved, Peak, achieved, gpu_peak, measure_cpu_peak
-from sbprof.measuring.flops.result import FlopCount, ModuleFlops, OperatorFlops
+from sbprof.record.flops import FlopCount, ModuleFlops, OperatorFlops
 
 __all__ = ["Achieved", "AudioFlops", "CONVENTIONS", "Cost", "FORMULAS", "FlopCount", "FlopCounter", "ModuleFlops",
            "NO_FLOPS", "OperatorFlops", "Peak", "UntrackedOperatorWarning", "achieved", "count_flops",

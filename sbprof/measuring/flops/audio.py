@@ -15,7 +15,7 @@ import torch
 from sbprof.base.errors import ConfigError
 from sbprof.measuring.flops.counter import FlopCounter
 from sbprof.measuring.flops.peak import Achieved, Peak, achieved
-from sbprof.measuring.flops.result import FlopCount
+from sbprof.record.flops import FlopCount
 from sbprof.models.interfaces import InterfaceSpec, make_call, resolve_interface
 
 

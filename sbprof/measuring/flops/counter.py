@@ -44,8 +44,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from sbprof.base.errors import ConfigError, MeasurementError
-from sbprof.measuring.flops.formulas import FORMULAS, NO_FLOPS
-from sbprof.measuring.flops.result import FlopCount, ModuleFlops, OperatorFlops
+from sbprof.measuring.flops.formulas import CONVENTIONS, FORMULAS, NO_FLOPS
+from sbprof.record.flops import FlopCount, ModuleFlops, OperatorFlops
 
 #: Sequence number of ``AccumulateGrad`` nodes (UINT64_MAX: they are not made by a forward).
 _ACCUMULATE_GRAD_SEQ = 2 ** 64 - 1
@@ -247,7 +247,7 @@ class FlopCounter:
             backward_macs=backward_total[1] if has_backward else None,
             modules=tuple(rows),
             operators=tuple(OperatorFlops(name, *values) for name, values in sorted(ops.items())),
-            untracked=dict(sorted(self._untracked.items())))
+            untracked=dict(sorted(self._untracked.items())), conventions=CONVENTIONS)
 
 
 def _tensors(tree: Any) -> List[torch.Tensor]:
