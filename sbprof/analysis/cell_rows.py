@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from sbprof.analysis.predictions import CellPrediction
 from sbprof.base.stats import GB
-from sbprof.record import Measurement
+from sbprof.record import Measurement, MemoryPeak
 
 
 @dataclass(frozen=True)
@@ -61,12 +61,7 @@ class CellRow:
     wall_s_median: Optional[float] = None
     peak_memory_gb: Optional[float] = None
     batch_memory_gb: Optional[float] = None
-    peak_rss_bytes: Optional[int] = None
-    peak_rss_delta_bytes: Optional[int] = None
-    rss_method: Optional[str] = None
-    heap_trim: Optional[str] = None
-    peak_cuda_bytes: Optional[int] = None
-    peak_cuda_delta_bytes: Optional[int] = None
+    memory: Optional[MemoryPeak] = None  # the record's peaks, as it holds them
     cuda_initialized: Optional[Any] = None
     loadavg_1m: Optional[float] = None
     trace: Optional[str] = None
@@ -89,7 +84,6 @@ def record_row(m: Measurement, figures: Dict[str, Any]) -> CellRow:
     c = m.cell
     rtf = f.get("rtf") or {}
     busy = f.get("busy_rtf") or {}
-    memory = m.memory
     return CellRow(
         model=c.model, variant=c.variant, interface=m.settings.get("interface"), input=c.input, device=c.device,
         threads=c.threads, audio_s=c.audio_s, batch_size=c.batch_size, run=c.run, batch_audio_s=m.audio_seconds,
@@ -101,12 +95,7 @@ def record_row(m: Measurement, figures: Dict[str, Any]) -> CellRow:
         host_busy_rtf=busy.get("host_busy_rtf"), gpu_busy_rtf=busy.get("gpu_busy_rtf"),
         wall_s_median=f.get("wall_s_median"), peak_memory_gb=f.get("peak_memory_gb"),
         batch_memory_gb=f.get("batch_memory_gb"),
-        peak_rss_bytes=memory.peak_rss_bytes if memory else None,
-        peak_rss_delta_bytes=memory.peak_rss_delta_bytes if memory else None,
-        rss_method=memory.rss_method if memory else None, heap_trim=memory.heap_trim if memory else None,
-        peak_cuda_bytes=memory.peak_cuda_bytes if memory else None,
-        peak_cuda_delta_bytes=memory.peak_cuda_delta_bytes if memory else None,
-        cuda_initialized=m.extra.get("cuda_initialized"), loadavg_1m=m.extra.get("loadavg_1m"),
+        memory=m.memory, cuda_initialized=m.extra.get("cuda_initialized"), loadavg_1m=m.extra.get("loadavg_1m"),
         trace=m.extra.get("trace"))
 
 

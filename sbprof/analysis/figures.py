@@ -27,31 +27,6 @@ class Outcome:
         return cls(m.status, m.message)
 
 
-@dataclass(frozen=True)
-class MachineInfo:
-    """The machine a results file was measured on, as its reports name it (``None`` where not recorded)."""
-
-    hostname: Optional[str] = None
-    cpu: Optional[str] = None
-    cpu_count: Optional[int] = None
-    gpu: Optional[str] = None
-    cuda: Optional[str] = None
-    torch: Optional[str] = None
-    speechbrain: Optional[str] = None
-    python: Optional[str] = None
-
-    @classmethod
-    def of(cls, machine: Dict[str, Any]) -> "MachineInfo":
-        """From a results file's ``machine`` block (unknown keys ignored).
-
-        Example
-        -------
-        >>> MachineInfo.of({"cpu": "Xeon", "cpu_count": 16, "ram": 64}).cpu_count
-        16
-        """
-        return cls(**{k: machine.get(k) for k in cls.__dataclass_fields__})
-
-
 def setting_sort_key(device: str, threads: int) -> Tuple[int, str, int]:
     """CUDA settings first, then CPU, each by thread count (the order of every output)."""
     return (0 if device.startswith("cuda") else 1, device, threads)

@@ -20,6 +20,7 @@ from sbprof.record.codec import Codec, from_json
 class MachineFacts(Codec):
     """What a report's header names: CPU, logical cores, GPU and library versions (``?``: not recorded)."""
 
+    hostname: Optional[str] = None
     cpu: Optional[str] = "?"
     cpu_count: Union[int, str, None] = "?"
     gpu: Optional[str] = None

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from sbprof.analysis.series import Series, build_series, settings_of
-from sbprof.analysis.figures import MachineInfo, Outcome, rtf_stats, setting_sort_key
+from sbprof.analysis.machine_facts import MachineFacts, machine_facts
+from sbprof.analysis.figures import Outcome, rtf_stats, setting_sort_key
 from sbprof.record import Measurement
 from sbprof.record.results import Machine
 from sbprof.base.stats import Stats, summarise
@@ -46,7 +47,7 @@ class MachineRow:
     """One merged machine: its label, where it was measured and the results it came from."""
 
     label: str
-    environment: MachineInfo
+    environment: MachineFacts
     source: str
 
 
@@ -103,7 +104,7 @@ def analyse_machines(machines: Sequence[Machine]) -> MachinesSummary:
         for m in machines:
             for device, threads in settings_of(m.results):
                 compare.append(MachineSeries(m.label, device, threads, build_series(m.results, (device, threads))))
-    rows = [MachineRow(m.label, MachineInfo.of(m.results.machine), str(m.source)) for m in machines]
+    rows = [MachineRow(m.label, machine_facts(m.results.machine) or MachineFacts(), str(m.source)) for m in machines]
     return MachinesSummary(job=job, machines=rows, vary=machines[0].results.rules.get("vary", "audio_s"),
                            compare=compare, sweeps=_sweeps(machines) if job == "profile" else [])
 

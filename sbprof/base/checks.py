@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Mapping, Optional, Sequence, Tuple
 
 from sbprof.base.errors import ConfigError
 
@@ -108,6 +108,24 @@ def check_choices(value: Any, name: str, known: Sequence[str], where: str = "", 
     if len(set(items)) != len(items):
         raise ConfigError(f"{_at(where, name)} lists a {noun} twice: {list(items)!r}")
     return tuple(items)
+
+
+def check_text(tree: Mapping[str, Any], key: str, where: str) -> Optional[str]:
+    """``tree[key]``: a non-empty string, or ``None`` when the key is absent or null.
+
+    Example
+    -------
+    >>> check_text({"type": "EncoderASR"}, "type", "c.yaml: model"), check_text({}, "method", "c.yaml: model")
+    ('EncoderASR', None)
+    >>> check_text({"type": ""}, "type", "c.yaml: model")
+    Traceback (most recent call last):
+    ...
+    sbprof.base.errors.ConfigError: c.yaml: model.type must be a non-empty string, got ''
+    """
+    value = tree.get(key)
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ConfigError(f"{where}.{key} must be a non-empty string, got {value!r}")
+    return value
 
 
 MAX_NAME_CHARS = 100

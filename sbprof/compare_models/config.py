@@ -14,7 +14,8 @@ from typing import Any, Mapping, Optional, Tuple
 
 from sbprof.analysis.series import VARIED
 from sbprof.models.audio import check_example_audio
-from sbprof.base.checks import check_file_name, check_flag, check_int, check_list, is_positive_number, nearest
+from sbprof.base.checks import (check_file_name, check_flag, check_int, check_list, check_text, is_positive_number,
+                                 nearest)
 from sbprof.compare_models.schema import DEFAULTS, SCHEMA, CompareConfig, EnergyConfig, Variant
 from sbprof.base.errors import ConfigError
 from sbprof.jobs.preamble import check_preamble, load_tree
@@ -49,13 +50,6 @@ def _positive(tree: Mapping[str, Any], key: str, default: float, file: str) -> f
     return value
 
 
-def _text(tree: Mapping[str, Any], key: str, where: str) -> Optional[str]:
-    value = tree.get(key)
-    if value is not None and (not isinstance(value, str) or not value):
-        raise ConfigError(f"{where}.{key} must be a non-empty string, got {value!r}")
-    return value
-
-
 def _energy(tree: Any, file: str, base: Path) -> EnergyConfig:
     from sbprof.measuring.energy.external import load_power_csv
 
@@ -64,14 +58,14 @@ def _energy(tree: Any, file: str, base: Path) -> EnergyConfig:
     offset = tree.get("meter_clock_offset_s", 0.0)
     if isinstance(offset, bool) or not isinstance(offset, (int, float)):
         raise ConfigError(f"{file}: energy.meter_clock_offset_s must be a number of seconds, got {offset!r}")
-    meter_log = _text(tree, "meter_log", f"{file}: energy")
+    meter_log = check_text(tree, "meter_log", f"{file}: energy")
     cfg = EnergyConfig(
         cpu=check_flag(tree.get("cpu", True), "energy.cpu", file),
         gpu=check_flag(tree.get("gpu", True), "energy.gpu", file),
-        powercap_root=_text(tree, "powercap_root", f"{file}: energy") or defaults.powercap_root,
+        powercap_root=check_text(tree, "powercap_root", f"{file}: energy") or defaults.powercap_root,
         meter_log=str(resolve_path(meter_log, base).resolve()) if meter_log else None,
-        meter_time_column=_text(tree, "meter_time_column", f"{file}: energy") or defaults.meter_time_column,
-        meter_watts_column=_text(tree, "meter_watts_column", f"{file}: energy") or defaults.meter_watts_column,
+        meter_time_column=check_text(tree, "meter_time_column", f"{file}: energy") or defaults.meter_time_column,
+        meter_watts_column=check_text(tree, "meter_watts_column", f"{file}: energy") or defaults.meter_watts_column,
         meter_clock_offset_s=float(offset))
     if cfg.meter_log:
         try:  # read now: a missing or broken log must not cost a run's measuring first

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
-from sbprof.base.checks import check_int, nearest
+from sbprof.base.checks import check_int, check_text, nearest
 from sbprof.base.errors import ConfigError
 from sbprof.base.yamlconfig import resolve_path
 from sbprof.record.codec import Codec
@@ -75,24 +75,17 @@ class ModelSource(Codec):
         return d
 
 
-def _text(tree: Mapping[str, Any], key: str, where: str) -> Optional[str]:
-    value = tree.get(key)
-    if value is not None and (not isinstance(value, str) or not value):
-        raise ConfigError(f"{where}.{key} must be a non-empty string, got {value!r}")
-    return value
-
-
 def _interface(tree: Mapping[str, Any], where: str, base: Path, overrides: Dict[str, Any]) -> ModelSource:
     from sbprof.models.interfaces import interface_class, resolve_interface
     from sbprof.models.build import LOCAL_MODELS
 
-    source, type_name = _text(tree, "source", where), _text(tree, "type", where)
+    source, type_name = check_text(tree, "source", where), check_text(tree, "type", where)
     if source is None or type_name is None:
         raise ConfigError(f"{where}: a pretrained interface needs both 'source' and 'type'")
     try:
         # The class first: a misspelt type is "no such class", not "give method and args".
         cls = interface_class(type_name)
-        spec = resolve_interface(type_name, method=_text(tree, "method", where), args=tree.get("args"))
+        spec = resolve_interface(type_name, method=check_text(tree, "method", where), args=tree.get("args"))
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
     if not callable(getattr(cls, "from_hparams", None)):
@@ -117,7 +110,7 @@ def _interface(tree: Mapping[str, Any], where: str, base: Path, overrides: Dict[
 
 
 def _module(tree: Mapping[str, Any], where: str, base: Path, overrides: Dict[str, Any]) -> ModelSource:
-    file, key = _text(tree, "yaml", where), _text(tree, "module", where)
+    file, key = check_text(tree, "yaml", where), check_text(tree, "module", where)
     if key is None:
         raise ConfigError(f"{where}: a module needs 'module', the key of its YAML file that builds it")
     path = resolve_path(file, base)

@@ -19,8 +19,10 @@ COLUMNS = (
     "peak_memory_gb", "batch_memory_gb", "peak_rss_bytes", "peak_rss_delta_bytes", "rss_method", "heap_trim",
     "peak_cuda_bytes", "peak_cuda_delta_bytes", "cuda_initialized", "loadavg_1m", "trace",
 )
-"""Columns in order (fields of :class:`~sbprof.analysis.cell_rows.CellRow`); RTF columns are unitless, ``*_s``
-seconds, ``*_bytes`` bytes, GB = 10^9 bytes."""
+"""Columns in order (fields of :class:`~sbprof.analysis.cell_rows.CellRow`, or of its ``memory`` block for
+:data:`MEMORY`); RTF columns are unitless, ``*_s`` seconds, ``*_bytes`` bytes, GB = 10^9 bytes."""
+MEMORY = ("peak_rss_bytes", "peak_rss_delta_bytes", "rss_method", "heap_trim", "peak_cuda_bytes",
+          "peak_cuda_delta_bytes")
 
 
 def predicted_message(row: CellRow) -> str:
@@ -55,7 +57,7 @@ def render_csv(rows: Sequence[CellRow]) -> str:
     writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        values = {k: getattr(row, k) for k in COLUMNS}
+        values = {k: getattr(row.memory, k, None) if k in MEMORY else getattr(row, k) for k in COLUMNS}
         if row.status == "predicted":
             values["message"] = predicted_message(row)
         writer.writerow({k: ("" if v is None else v) for k, v in values.items()})

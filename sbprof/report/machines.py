@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Union
 
-from sbprof.analysis.figures import MachineInfo
+from sbprof.analysis.machine_facts import MachineFacts
 from sbprof.analysis.machines import GridRtf, MachinesSummary
 from sbprof.analysis.series import VARIED
 from sbprof.report.compare_models import exponent_text, latency_text, x_text
@@ -21,12 +21,12 @@ REPORT_FILE = "report.md"
 LINE_STYLES = ["-", "--", ":", "-."]
 
 
-def environment_text(machine: MachineInfo) -> str:
+def environment_text(machine: MachineFacts) -> str:
     """``CPU (N logical cores); GPU; torch ...`` of a machine.
 
     Example
     -------
-    >>> environment_text(MachineInfo(cpu="Xeon", cpu_count=16, torch="2.14.1"))
+    >>> environment_text(MachineFacts(cpu="Xeon", cpu_count=16, torch="2.14.1"))
     'Xeon (16 logical cores); no GPU; torch 2.14.1, speechbrain ?, Python ?'
     """
     gpu = f"{machine.gpu} (CUDA {machine.cuda})" if machine.gpu else "no GPU"

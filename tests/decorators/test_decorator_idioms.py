@@ -170,17 +170,21 @@ def autocast_bf16(run, clock):
         step(x)
 
 
-def evaluation_between_steps(run, clock):
-    model, opt = mlp()
-    held_out = torch.randn(4 * BATCH, WIDTH)  # larger than a batch: its activations would stand out
-
+def plain_step(run, clock, model, opt):
+    """The step most scripts write (zero_grad, forward, backward, update), as the profiled function."""
     @run.function
     def step(x):
         with timed(clock):
             opt.zero_grad()
             model(x).sum().backward()
             opt.step()
+    return step
 
+
+def evaluation_between_steps(run, clock):
+    model, opt = mlp()
+    held_out = torch.randn(4 * BATCH, WIDTH)  # larger than a batch: its activations would stand out
+    step = plain_step(run, clock, model, opt)
     for i, x in enumerate(batches()):
         step(x)
         if i % 2:
@@ -189,15 +193,7 @@ def evaluation_between_steps(run, clock):
 
 
 def data_loader_with_workers(run, clock):
-    model, opt = mlp()
-
-    @run.function
-    def step(x):
-        with timed(clock):
-            opt.zero_grad()
-            model(x).sum().backward()
-            opt.step()
-
+    step = plain_step(run, clock, *mlp())
     for (x,) in DataLoader(TensorDataset(torch.cat(batches())), batch_size=BATCH, num_workers=2):
         step(x)
 
