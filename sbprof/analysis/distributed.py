@@ -40,7 +40,13 @@ Definitions (the report states them beside each table):
   the median over ranks of the step time. A figure from fewer ranks than the
   world names them;
 - throughput: utterances (audio seconds) of every rank over the steps every
-  rank reported, divided by the sum of those steps' longest time over ranks.
+  rank reported, divided by the sum of those steps' longest time over ranks.;
+- CPU time: the rank process's CPU seconds during a step (every thread:
+  OpenMP workers, the backend's communication threads; a thread spinning
+  while it waits counts); CPU cost: a rank's CPU seconds over the audio
+  seconds of the same steps (core-seconds per second of audio, whatever the
+  wait for a core), when the batches say their audio length (a Brain's
+  ``PaddedBatch`` with ``sig``, ``sbprof train``).
 
 Pure: no torch, no clocks.
 """
@@ -55,7 +61,7 @@ from sbprof.analysis.rank_rows import MissingRank, RankRow, StepTotals
 from sbprof.analysis.rank_sections import SectionSummary, host_rows, shown_rows, straggler_cost, throughput
 from sbprof.record import Measurement
 from sbprof.record.codec import Codec, from_json
-from sbprof.base.stats import summarise
+from sbprof.base.stats import Stats, summarise
 
 NORMAL_ENDS = ("exit", "done")
 """How a rank that finished its work ends its file; any other end (SIGTERM, an exception) is an early stop."""
@@ -109,6 +115,17 @@ def _peak(m: Measurement) -> Tuple[Optional[int], str]:
     if mem.peak_cuda_bytes is not None:
         return mem.peak_cuda_bytes, "CUDA allocator"
     return mem.peak_rss_bytes, "resident"
+
+
+def _cpu(m: Measurement, extra: RankPayload) -> Tuple[Optional[Stats], Optional[float]]:
+    """The rank's CPU seconds per step and its CPU cost (CPU seconds / audio seconds over the same steps); ``None``
+    where the steps carry no CPU time (a rebuilt line without one reads 0) or no audio length."""
+    if len(m.cpu_s) != len(m.wall_s) or not any(m.cpu_s):
+        return None, None
+    audio = extra.audio_s_per_step
+    cost = (sum(m.cpu_s) / sum(audio) if audio is not None and len(audio) == len(m.cpu_s) and sum(audio) > 0
+            else None)
+    return summarise(m.cpu_s), cost
 
 
 def _sum(values: Sequence[Optional[float]]) -> Optional[float]:
@@ -213,6 +230,7 @@ class RunAnalysis:
         wait_median = statistics.median(known_wait) if known_wait else None
         between_median = statistics.median(known_between) if known_between else None
         peak, kind = _peak(m)
+        cpu, cpu_cost = _cpu(m, extra)
         row = RankRow(
             rank=rank, host=str(world.host if world.host is not None else ""), node_rank=int(world.node_rank or 0),
             local_rank=int(world.local_rank or 0), steps=len(m.wall_s), step=summarise(m.wall_s),
@@ -220,7 +238,7 @@ class RunAnalysis:
             wait_s=wait_median, wait_share=_share(wait_median, step_median), between_s=between_median,
             between_share=_share(between_median, step_median + (between_median or 0.0)), peak_bytes=peak,
             peak_kind=kind, ended=extra.rank.end, last_step=extra.rank.last_step,
-            wait_estimated=estimated and wait_median is not None)
+            wait_estimated=estimated and wait_median is not None, cpu=cpu, cpu_cost=cpu_cost)
         self.rows.setdefault(section, []).append(row)
         return row
 
@@ -243,6 +261,8 @@ class RunAnalysis:
         comm = [r for r in rows if r.comm_s is not None]
         between = [r for r in rows if r.between_s is not None]
         peaks = [r for r in rows if r.peak_bytes is not None]
+        cpu = [r.cpu.median for r in rows if r.cpu is not None]
+        costs = [r.cpu_cost for r in rows if r.cpu_cost is not None]
         comm_s = statistics.median(r.comm_s for r in comm) if comm else None
         comm_step = statistics.median(r.step.median for r in comm) if comm else None
         between_s = statistics.median(r.between_s for r in between) if between else None
@@ -261,7 +281,8 @@ class RunAnalysis:
             between_ranks=[r.rank for r in between], straggler_cost=straggler_cost(totals, slowest.rank, len(rows),
                                                                                   self.world_size),
             empty=sorted(totals.empty), schedule=totals.schedule, load=totals.load, comm_step_s=comm_step,
-            between_step_s=between_step)
+            between_step_s=between_step, cpu_s=statistics.median(cpu) if cpu else None,
+            cpu_cost=statistics.median(costs) if costs else None)
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,8 @@ class RankRow:
     ended: str
     last_step: Optional[int]
     wait_estimated: bool = False  # some steps lacked another rank's communication (see add_rank)
+    cpu: Optional[Stats] = None  # the rank process's CPU seconds per step (every thread)
+    cpu_cost: Optional[float] = None  # its CPU seconds over the audio seconds of the same steps
 
 
 @dataclass(frozen=True)

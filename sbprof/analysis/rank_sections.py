@@ -73,6 +73,8 @@ class SectionSummary:
     load: Optional[float] = None
     comm_step_s: Optional[float] = None  # median step of the ranks with a communication figure
     between_step_s: Optional[float] = None  # median step of the ranks with a time between steps
+    cpu_s: Optional[float] = None  # median over ranks of each one's median CPU seconds per step
+    cpu_cost: Optional[float] = None  # median over ranks of each one's CPU cost (ranks with audio lengths)
 
 
 def straggler_cost(totals: StepTotals, straggler: int, ranks: int, world_size: int) -> Optional["StragglerCost"]:

@@ -51,6 +51,7 @@ class RecordingProfiler(tprof.profile):
         self.step_wall_s: Dict[str, List[float]] = defaultdict(list)
         self.step_cpu_s: Dict[str, List[float]] = defaultdict(list)
         self.step_items: Optional[int] = None  # set by a hook before a step: utterances in its batch
+        self.step_audio_s: Optional[float] = None  # and its seconds of audio
         self.lock = threading.RLock()  # calls from several threads run one after the other
         self._sessions: List[Any] = []
         self._views: List[SessionView] = []

@@ -168,7 +168,7 @@ class StepProfiler(StepReader):
                 cuda = None if cuda1 is None else running.cuda0.elapsed_time(cuda1) / 1e3
                 self.rank_section.step_ended(self, running.name, running.wall0, elapsed, cpu, cuda,
                                              index=running.index, reported=running.reported,
-                                             items=self.step_items)
+                                             items=self.step_items, audio_s=self.step_audio_s)
             self._advance(running)
 
     @contextlib.contextmanager

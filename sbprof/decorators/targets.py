@@ -55,6 +55,7 @@ from sbprof.decorators.step_profiler import StepProfiler
 from sbprof.distributed.recorder import new_section
 from sbprof.base.errors import ConfigError
 from sbprof.measuring.modules.attribution import ModuleAttribution
+from sbprof.models.batches import batch_size_and_audio, brain_sample_rate
 
 logger = logging.getLogger(__name__)
 
@@ -210,10 +211,13 @@ def _brain_step(name: str, args: tuple, kwargs: dict) -> str:
     return name
 
 
-def _batch_size(args: tuple) -> Optional[int]:
-    """Utterances in a Brain batch (``PaddedBatch.batchsize``), when the batch says."""
-    size = getattr(args[0], "batchsize", None) if args else None
-    return size if isinstance(size, int) and not isinstance(size, bool) else None
+def _batch(method: Callable, args: tuple) -> Tuple[Optional[int], Optional[float]]:
+    """Utterances in a Brain batch (``PaddedBatch.batchsize``) and its seconds of audio, when the batch says."""
+    if not args:
+        return None, None
+    size = getattr(args[0], "batchsize", None)
+    _, audio_s = batch_size_and_audio(args[0], brain_sample_rate(getattr(method, "__self__", None)))
+    return (size if isinstance(size, int) and not isinstance(size, bool) else None), audio_s
 
 
 def _hook_step(prof: StepProfiler, method: Callable, name: str, session: bool, brain: bool,
@@ -231,7 +235,7 @@ def _hook_step(prof: StepProfiler, method: Callable, name: str, session: bool, b
             return method(*args, **kwargs)  # e.g. evaluate() inside fit: not a step of fit's session
         prof.hook_depth += 1
         prof.start()
-        prof.step_items = _batch_size(args) if brain else None
+        prof.step_items, prof.step_audio_s = _batch(method, args) if brain else (None, None)
         try:
             with prof.profiled_step(step), module_step(prof, step):
                 return method(*args, **kwargs)

@@ -107,6 +107,9 @@ def rebuild_records(rank: RankFile) -> List[Measurement]:
                                 "last_step": int(lines[-1].get("index", len(lines) - 1)), "end": DIED}}
         if shown and all(isinstance(u, (int, float)) for u in utterances):
             extra["utterances_per_step"] = [float(u) for u in utterances]
+        audio = [line.get("audio_s") for line in shown]
+        if shown and all(isinstance(a, (int, float)) for a in audio):
+            extra["audio_s_per_step"] = [float(a) for a in audio]
         cuda = [line.get("cuda_s") for line in shown]
         out.append(Measurement(
             label=f"rank {rank.rank}: {section}", cell=Cell(model=section, rank=rank.rank, device="cpu",

@@ -68,6 +68,7 @@ class RankSection:
         self.step_figures: Dict[str, List[float]] = {}
         self.memory: Any = None
         self.items: Dict[str, Dict[int, int]] = {}  # per step name and index: utterances in the batch (a Brain's)
+        self.audio_s: Dict[str, Dict[int, float]] = {}  # and its seconds of audio
         self.log: Optional[RankLog] = None
 
     def attach(self, prof: Any) -> None:
@@ -77,10 +78,10 @@ class RankSection:
 
     def step_ended(self, prof: Any, name: str, start: float, wall_s: float, cpu_s: float,
                    cuda_s: Optional[float] = None, index: Optional[int] = None, reported: Optional[bool] = None,
-                   items: Optional[int] = None) -> None:
+                   items: Optional[int] = None, audio_s: Optional[float] = None) -> None:
         """A counted step ended (``start``: its ``perf_counter`` start; ``cuda_s``: between CUDA events, on a GPU;
-        ``reported``: whether its stage's schedule reports it; ``items``: utterances in its batch); a line goes out
-        at once."""
+        ``reported``: whether its stage's schedule reports it; ``items`` and ``audio_s``: utterances and seconds of
+        audio in its batch); a line goes out at once."""
         if self.log is None:
             self.log = RankLog.get(self.world, self.folder)
             self.log.sections.append(self)
@@ -93,6 +94,8 @@ class RankSection:
         rows.append(row)
         if items is not None:
             self.items.setdefault(name, {})[row.index] = items
+        if audio_s is not None:
+            self.audio_s.setdefault(name, {})[row.index] = audio_s
         if reported and not prof.timing_only:
             self.pending.setdefault(name, []).append(row)
         line = {"section": record_key(self.key, name), "name": name, "index": row.index, "wall_s": wall_s,
@@ -101,6 +104,8 @@ class RankSection:
             line["cuda_s"] = cuda_s
         if items is not None:
             line["utterances"] = items
+        if audio_s is not None:
+            line["audio_s"] = audio_s
         self.log.writer.write("step", line)
         # The next step's "between" starts once this bookkeeping is done: sbprof's own time is not the user's.
         self.last_end[name] = time.perf_counter()
@@ -164,6 +169,9 @@ class RankSection:
         items = self.items.get(name, {})
         if shown and "utterances_per_step" not in extra and all(r.index in items for r in shown):
             extra["utterances_per_step"] = [float(items[r.index]) for r in shown]
+        audio = self.audio_s.get(name, {})
+        if shown and "audio_s_per_step" not in extra and all(r.index in audio for r in shown):
+            extra["audio_s_per_step"] = [audio[r.index] for r in shown]
         cell = {"model": record_key(self.key, name), "device": device, "threads": torch.get_num_threads(),
                 **self.cell}
         cell["params"] = {"world_size": self.world.world_size, **cell.get("params", {})}

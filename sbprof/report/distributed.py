@@ -39,7 +39,11 @@ DEFINITIONS = [
     "from fewer ranks than the world names them; steps are counted from 1;",
     "peak memory: the process's resident high-water mark (CPU) or the CUDA allocator's peak;",
     "throughput: utterances (audio seconds) of all ranks over the steps every rank reported, divided by the sum "
-    "of those steps' longest time over ranks.",
+    "of those steps' longest time over ranks;",
+    "CPU s: the rank process's CPU time during a step, every thread (OpenMP workers, the backend's communication "
+    "threads; a thread spinning while it waits counts); CPU cost: a rank's CPU seconds over the audio seconds of "
+    "the same steps, i.e. core-seconds per second of audio: what the CPU spends on it, whatever the wait for a "
+    "core (n/a when the batches carry no audio length).",
 ]
 
 
@@ -118,6 +122,9 @@ def headline(s: SectionSummary) -> List[List[str]]:
          f"{_s(s.between_s)} s (median over ranks), {_pct(s.between_share)} of median step + between"
          f"{_of_ranks(s.between_ranks, s)}" if s.between_s is not None else "n/a"],
         ["peak memory (highest rank)", _peak(s.peak)],
+        ["CPU time per step, median over ranks", "n/a (the steps carry no CPU time)" if s.cpu_s is None else
+         f"{_s(s.cpu_s)} s; CPU cost {_s(s.cpu_cost)} core-s per audio s" if s.cpu_cost is not None else
+         f"{_s(s.cpu_s)} s; CPU cost n/a (the batches carry no audio length)"],
     ]
     t = s.throughput
     if t is not None:
@@ -134,10 +141,11 @@ def rank_table(rows: List[RankRow]) -> str:
     return table([[str(r.rank), r.host, str(r.node_rank), str(r.steps),
                    f"{sig3(r.step.median)} [{sig3(r.step.q1)}, {sig3(r.step.q3)}]", sig3(r.busy.median), _s(r.comm_s),
                    _pct(r.comm_share), _s(r.wait_s) + (" (est.)" if r.wait_estimated else ""), _s(r.between_s),
-                   bytes_in("GB", r.peak_bytes), _short(r.ended)]
+                   _s(r.cpu.median if r.cpu is not None else None), _s(r.cpu_cost), bytes_in("GB", r.peak_bytes),
+                   _short(r.ended)]
                   for r in rows],
                  ["rank", "host", "node", "steps", "step time s, median [q1, q3]", "busy s", "comm s", "comm share",
-                  "wait s", "between s", "peak GB", "ended"])
+                  "wait s", "between s", "CPU s", "CPU cost", "peak GB", "ended"])
 
 
 def render_section(s: SectionSummary, level: str = "##") -> List[str]:
@@ -147,7 +155,8 @@ def render_section(s: SectionSummary, level: str = "##") -> List[str]:
         return lines
     more = "" if len(s.shown) == len(s.rows) else (f" (the {len(s.shown) // 2} slowest and fastest by busy time; "
                                                    f"every rank in {CSV_FILE})")
-    lines += ["", f"{level}# Per rank{more}", "", "Medians over each rank's reported steps.", "", rank_table(s.shown),
+    lines += ["", f"{level}# Per rank{more}", "", "Medians over each rank's reported steps; CPU cost is the "
+              "rank's CPU seconds over their audio seconds (see the definitions).", "", rank_table(s.shown),
               "", f"{level}# Per host (node group)", "",
               table([[h.host, str(h.node_rank), _ranks_text(h.ranks), sig3(h.busy_median_s), sig3(h.busy_max_s),
                       _pct(h.comm_share), _s(h.wait_max_s), bytes_in("GB", h.peak_max_bytes)] for h in s.hosts],
@@ -228,12 +237,14 @@ def ranks_csv(run: RunSummary) -> str:
     writer = csv.writer(out)
     writer.writerow(["section", "rank", "host", "node_rank", "local_rank", "steps", "step_s_median", "step_s_q1",
                      "step_s_q3", "busy_s_median", "comm_s_median", "comm_share", "wait_s_median", "wait_share",
-                     "between_s_median", "between_share", "peak_bytes", "ended", "last_step"])
+                     "between_s_median", "between_share", "cpu_s_median", "cpu_cost", "peak_bytes", "ended",
+                     "last_step"])
     for s in run.sections:
         for r in s.rows:
             writer.writerow([s.key, r.rank, r.host, r.node_rank, r.local_rank, r.steps, r.step.median, r.step.q1,
                              r.step.q3, r.busy.median, r.comm_s, r.comm_share, r.wait_s, r.wait_share, r.between_s,
-                             r.between_share, r.peak_bytes, r.ended, r.last_step])
+                             r.between_share, r.cpu.median if r.cpu is not None else None, r.cpu_cost,
+                             r.peak_bytes, r.ended, r.last_step])
     return out.getvalue()
 
 

@@ -31,34 +31,14 @@ from typing import Any, Callable, List, Optional, Tuple
 
 import torch
 
+from sbprof.models.batches import batch_size_and_audio, brain_sample_rate
+from sbprof.models.source import DEFAULT_SAMPLE_RATE
 from sbprof.script.session import Session, StopRun
 
 BRAIN_METHODS = ("fit_batch", "evaluate_batch")
 INFERENCE_METHODS = ("transcribe_batch", "transcribe_file", "encode_batch", "encode_file", "classify_batch",
                      "classify_file", "separate_batch", "separate_file", "enhance_batch", "enhance_file",
                      "verify_batch", "verify_files", "decode_batch", "estimate_batch")
-DEFAULT_SAMPLE_RATE = 16000
-
-
-def batch_size_and_audio(batch: Any, sample_rate: int) -> Tuple[Optional[int], Optional[float]]:
-    """Utterances and audio seconds of a SpeechBrain ``PaddedBatch`` (its ``sig``), else ``(None, None)``.
-
-    Example
-    -------
-    >>> from speechbrain.dataio.batch import PaddedBatch
-    >>> batch = PaddedBatch([{"sig": torch.zeros(16000)}, {"sig": torch.zeros(8000)}])
-    >>> batch_size_and_audio(batch, 16000)
-    (2, 1.5)
-    """
-    signal = getattr(batch, "sig", None)
-    if signal is None or not isinstance(signal, tuple) or len(signal) != 2:
-        return None, None
-    wavs, lengths = signal
-    if not torch.is_tensor(wavs) or wavs.dim() < 2:
-        return None, None
-    return int(wavs.shape[0]), float(lengths.sum()) * wavs.shape[1] / sample_rate
-
-
 def _call_audio(args: tuple, kwargs: dict, sample_rate: int) -> Tuple[Optional[int], Optional[float]]:
     """Utterances and seconds of an interface's ``*_batch(wavs, wav_lens)`` call."""
     wavs = args[0] if args else kwargs.get("wavs", kwargs.get("mix", kwargs.get("noisy")))
@@ -287,7 +267,7 @@ class Hooks:
 
     def _brain_step(self, brain: Any, name: str, method: Callable) -> Callable:
         hooks = self
-        rate = int(getattr(getattr(brain, "hparams", None), "sample_rate", DEFAULT_SAMPLE_RATE))
+        rate = brain_sample_rate(brain)
 
         @functools.wraps(method)
         def step(*args: Any, **kwargs: Any) -> Any:

@@ -48,6 +48,21 @@ def test_between_steps_peak_memory_and_throughput():
     assert s.throughput.utterances_per_s == pytest.approx(16 / 0.7) and s.throughput.steps == 2
 
 
+def test_cpu_time_and_cost_per_rank_are_replays_of_its_steps_and_absent_without_a_cpu_clock():
+    spinning = record(0, [0.2, 0.4, 0.3], [0.0, 0.0, 0.0])
+    spinning.cpu_s = [0.1, 0.3, 0.2]  # e.g. an OpenMP worker pool: CPU time need not follow the wall clock
+    spinning.extra["audio_s_per_step"] = [2.0, 2.0, 1.0]
+    rebuilt = record(1, [0.3, 0.3, 0.3], [0.0, 0.0, 0.0])
+    rebuilt.cpu_s = [0.0, 0.0, 0.0]  # a merge rebuilt from lines without cpu_s reads 0: unknown, not free
+    rows, summary = analyse([spinning, rebuilt])
+    assert rows[0].cpu.median == pytest.approx(0.2) and rows[0].cpu_cost == pytest.approx(0.6 / 5.0)
+    assert rows[1].cpu is None and rows[1].cpu_cost is None
+    s = summary.sections[0]
+    assert s.cpu_s == pytest.approx(0.2) and s.cpu_cost == pytest.approx(0.12)  # the one rank that has them
+    no_audio, _ = analyse([record(0, [0.2, 0.4], [0.0, 0.0])])
+    assert no_audio[0].cpu.median == pytest.approx(0.3) and no_audio[0].cpu_cost is None
+
+
 def test_ranks_group_by_host_and_node_and_a_large_world_shows_its_extremes():
     records = [record(r, [1.0 + r / 100], [0.0], node=r // 8) for r in range(40)]
     _, summary = analyse(records)

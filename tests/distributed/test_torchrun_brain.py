@@ -66,6 +66,27 @@ def test_each_section_step_time_agrees_with_the_outside_clock_around_the_batch(f
             assert row.step.median == pytest.approx(statistics.median(record["wall_s"]), abs=1e-9)  # a replay
 
 
+def test_each_rank_cpu_time_agrees_with_the_outside_process_clock_and_its_cost_with_the_known_audio(fit_evaluate):
+    run_folder, summary, outside, _ = fit_evaluate
+    for path in rank_files(run_folder):
+        rank = read_rank_file(path)
+        for stage in ("train", "test"):
+            record = rank.records[f"TinyBrain/{stage}"]
+            steps = record["extra"]["rank"]["steps"]
+            clock = [outside[rank.rank][f"{stage}_cpu"][i] for i in steps]
+            # The same process clock, read by the script inside sbprof's step: sbprof's reading encloses it (never
+            # less; process_time ticks in microseconds), and what sbprof adds is its own bookkeeping, which load
+            # does not change (CPU time, not wall time).
+            gaps = [ours - theirs for ours, theirs in zip(record["cpu_s"], clock)]
+            assert min(gaps) >= -1e-4 and statistics.median(gaps) <= 0.005, (stage, rank.rank, gaps)
+            assert record["extra"]["audio_s_per_step"] == [2.0] * len(steps)  # 4 utterances x 8,000 / 16,000
+            row = next(r for r in section(summary, stage).rows if r.rank == rank.rank)
+            assert row.cpu.median == pytest.approx(statistics.median(record["cpu_s"]), abs=1e-12)
+            assert row.cpu_cost == pytest.approx(sum(record["cpu_s"]) / (2.0 * len(steps)), rel=1e-12)
+    report = (run_folder / "report.md").read_text()
+    assert "| CPU s " in report and "| CPU cost " in report and "core-s per audio s" in report
+
+
 def test_the_straggler_cost_agrees_with_a_known_spin(fit_evaluate):
     _, summary, _, _ = fit_evaluate
     s = section(summary, "train")

@@ -1,6 +1,7 @@
 """Run under torchrun (gloo): a real SpeechBrain Brain, fit() then evaluate(), decorated with the README's one line.
 
-Each rank times every ``fit_batch`` and ``evaluate_batch`` with its own ``perf_counter`` (inside sbprof's hook).
+Each rank times every ``fit_batch`` and ``evaluate_batch`` with its own ``perf_counter`` and ``process_time``
+(inside sbprof's hook). Every utterance carries 0.5 s of audio (``sig``: 8,000 samples at the default 16 kHz).
 ``TEST_SPIN_S``: busy-spin that long in each training batch on rank ``TEST_SPIN_RANK`` (a known straggler).
 ``TEST_KILL_RANK``/``TEST_KILL_AT``: that rank kills itself with SIGKILL at the start of its training batch
 KILL_AT (counting from 1), after sleeping ``TEST_KILL_DELAY_S``. ``TEST_RAISE_RANK``/``TEST_RAISE_AT``: that rank
@@ -28,14 +29,15 @@ RAISE_RANK = int(os.environ.get("TEST_RAISE_RANK", "-1"))
 RAISE_AT = int(os.environ.get("TEST_RAISE_AT", "0"))
 ACTIVE = os.environ.get("TEST_ACTIVE")
 RANK = int(os.environ["RANK"])
-outside = {"train": [], "test": []}
+outside = {"train": [], "test": [], "train_cpu": [], "test_cpu": []}
+AUDIO_SAMPLES = 8000
 
 
 class Items(torch.utils.data.Dataset):
     def __init__(self, n, seed):
         g = torch.Generator().manual_seed(seed)
-        self.items = [{"id": str(i), "x": torch.randn(64, generator=g), "y": torch.randn(8, generator=g)}
-                      for i in range(n)]
+        self.items = [{"id": str(i), "x": torch.randn(64, generator=g), "y": torch.randn(8, generator=g),
+                       "sig": torch.zeros(AUDIO_SAMPLES)} for i in range(n)]
 
     def __len__(self):
         return len(self.items)
@@ -52,7 +54,7 @@ class TinyBrain(sb.Brain):
         return torch.nn.functional.mse_loss(predictions, batch.y.data)
 
     def fit_batch(self, batch):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         if RANK == KILL_RANK and len(outside["train"]) + 1 == KILL_AT:
             time.sleep(KILL_DELAY_S)
             os.kill(os.getpid(), signal.SIGKILL)
@@ -63,12 +65,14 @@ class TinyBrain(sb.Brain):
                 pass
         loss = super().fit_batch(batch)
         outside["train"].append(time.perf_counter() - start)
+        outside["train_cpu"].append(time.process_time() - cpu)
         return loss
 
     def evaluate_batch(self, batch, stage):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         loss = super().evaluate_batch(batch, stage)
         outside["test"].append(time.perf_counter() - start)
+        outside["test_cpu"].append(time.process_time() - cpu)
         return loss
 
 
