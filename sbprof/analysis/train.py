@@ -259,7 +259,8 @@ def train_cell(m: Measurement) -> TrainCell:
     # The load counts this process's own threads: the rest is other work on the machine.
     other = None if extra.loadavg_1m is None else extra.loadavg_1m - m.cell.threads
     return TrainCell(record=m, payload=extra, brain=str(m.settings.get("brain", "")), figures=from_json(TrainFigures, figures) if figures else None,
-                     steps=breakdown_steps(extra.modules, _audio_per_step(extra)), detailed_steps=breakdown_steps(extra.modules_detailed),
+                     steps=breakdown_steps(extra.modules, _audio_per_step(extra)),
+                     detailed_steps=breakdown_steps(extra.modules_detailed),
                      flops=_flops_rows(extra), audio_s=sum(extra.audio_s_per_step),
                      audio_steps=len(extra.audio_s_per_step), macs_per_step=sum(macs) / len(macs) if macs else None,
                      other_load=other)

@@ -155,5 +155,5 @@ def test_train_and_run_give_the_module_breakdown_its_audio_per_step():
                         extra={"kind": "loop", "audio_s": [9.0, 4.0, 4.0], "modules": CPU_BREAKDOWN})
     (s,) = run_analysis.analyse(Results("run", records=[stage])).stages
     assert s.modules_steps.cpu_cost == {"enc": pytest.approx(0.006 / 4), "(other)": pytest.approx(0.003 / 4)}
-    assert "| enc      | Enc    | 9.00          | 4.00         | 5.00          | 75.0%           | 6.00     | 0.00150    |" \
-        in run_report.render(run_analysis.analyse(Results("run", records=[stage])))["report.md"]
+    text = run_report.render(run_analysis.analyse(Results("run", records=[stage])))["report.md"]
+    assert "| 9.00          | 4.00         | 5.00          | 75.0%           | 6.00     | 0.00150    |" in text

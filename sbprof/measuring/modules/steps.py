@@ -92,9 +92,9 @@ class StepRecord:
         host = StepTimeline(self.name, self.start, self.end, [Call(*c[:4]) for c in self.calls], self.seq_starts,
                             self.seq_owners, [BackwardMark(m[0], m[1]) for m in self.marks],
                             [s[:3] for s in self.spans])
-        cpu = StepTimeline(self.name, self.cpu_start, self.cpu_end, [Call(c[0], c[1], c[4], c[5]) for c in self.calls],
-                           self.seq_starts, self.seq_owners, [BackwardMark(m[2], m[1]) for m in self.marks],
-                           [(s[0], s[3], s[4]) for s in self.spans])
+        cpu = StepTimeline(self.name, self.cpu_start, self.cpu_end,
+                           [Call(c[0], c[1], c[4], c[5]) for c in self.calls], self.seq_starts, self.seq_owners,
+                           [BackwardMark(m[2], m[1]) for m in self.marks], [(s[0], s[3], s[4]) for s in self.spans])
         if not self.cuda:
             return host, cpu, None
         self.end_event.synchronize()
@@ -106,5 +106,5 @@ class StepRecord:
         calls = [Call(c[0], c[1], at(a), at(b)) for c, (a, b) in zip(self.calls, self.call_events)]
         marks = [BackwardMark(at(ev), m[1]) for m, ev in zip(self.marks, self.mark_events)]
         spans = [(s[0], at(a), at(b)) for s, (a, b) in zip(self.spans, self.span_events)]
-        return host, cpu, StepTimeline(self.name, 0.0, at(self.end_event), calls, self.seq_starts, self.seq_owners,
-                                  marks, spans)
+        return host, cpu, StepTimeline(self.name, 0.0, at(self.end_event), calls, self.seq_starts,
+                                       self.seq_owners, marks, spans)
