@@ -6,6 +6,9 @@ the codec (a hand-edited file with a value of the wrong kind is one
 :class:`~sbprof.record.flops.FlopCount` with its audio length) and
 :class:`~sbprof.record.params.ParamCount`; the figures their report shows
 are derived here: FLOPs per second of audio, the operators ordered by FLOPs.
+A ``modules`` result is a :class:`~sbprof.record.breakdown.ModuleBreakdown`
+with, through an interface, the seconds of audio of each call (``audio_s``):
+its rows' CPU cost per second of audio is derived here (:func:`breakdown_steps`).
 The row types are named here for the renderers, which import no record.
 """
 from __future__ import annotations
@@ -17,6 +20,7 @@ from sbprof.analysis.figures import Outcome
 from sbprof.analysis.breakdown import ModuleBreakdown, BreakdownSteps, breakdown_steps
 from sbprof.record.flops import FlopCount, ModuleFlops, OperatorFlops
 from sbprof.record.params import ModuleParams, ParamCount
+from sbprof.record.codec import Codec
 from sbprof.record.results import Results
 
 __all__ = ["CountsSummary", "FlopsResult", "ModuleFlops", "ModuleParams", "OperatorFlops", "ParamCount", "analyse"]
@@ -48,6 +52,19 @@ class FlopsResult(FlopCount):
 
 
 @dataclass(frozen=True)
+class ModulesAudio(Codec):
+    """The seconds of audio of each timed call, saved beside a ``modules`` breakdown (``None``: random tensors).
+
+    Example
+    -------
+    >>> ModulesAudio.from_dict({"audio_s": 4.0, "rows": []}).audio_s
+    4.0
+    """
+
+    audio_s: Optional[float] = None
+
+
+@dataclass(frozen=True)
 class CountsSummary:
     """What a count's report shows: the command, the target and its input, and the result (``flops``,
     ``params``, or the ``modules`` breakdown with its step statistics) or why there is none (``outcome``)."""
@@ -68,7 +85,9 @@ def analyse(results: Results) -> CountsSummary:
     record = results.records[-1] if results.records else None
     result = (record.extra.get("result") or {}) if record is not None and record.ok else {}
     job = results.job
-    breakdown = ModuleBreakdown.from_dict(result) if job == "modules" and result else None
+    modules = job == "modules" and bool(result)
+    breakdown = ModuleBreakdown.from_dict(result) if modules else None
+    audio_s = ModulesAudio.from_dict(result).audio_s if modules else None
     return CountsSummary(command=job, target=next(iter(results.models), "?"),
                          input=record.settings.get("input", "") if record is not None else "",
                          depth=int(results.rules.get("depth", 2)),
@@ -76,4 +95,4 @@ def analyse(results: Results) -> CountsSummary:
                          flops=FlopsResult.from_dict(result) if job == "flops" and result else None,
                          params=ParamCount.from_dict(result) if job == "params" and result else None,
                          breakdown=breakdown,
-                         steps=breakdown_steps(breakdown))
+                         steps=breakdown_steps(breakdown, audio_s_per_step=audio_s))

@@ -21,7 +21,7 @@ import statistics
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional
 
-from sbprof.analysis.breakdown import ModuleBreakdown, ModuleRow
+from sbprof.analysis.breakdown import BreakdownSteps, ModuleBreakdown, ModuleRow, breakdown_steps
 from sbprof.analysis.limits import Limits, Verdict, data_loading, dispatch_bound, limits
 from sbprof.analysis.machine_facts import MachineFacts, machine_facts
 from sbprof.record import Measurement, MemoryPeak
@@ -51,6 +51,10 @@ DEFINITIONS = {
     "per-module time": "light attribution (clocks at each module boundary, forward and backward), ms per "
                        "measured step (mean), the largest first; a module's time includes its children's; share = "
                        "its time / the mean step time; (other) = the step's time outside every module",
+    "per-module CPU ms, CPU cost": "the process's CPU time (all its threads) while the module ran, forward + "
+                                   "backward, ms per measured step (mean); CPU cost = that / 1000 / the mean audio "
+                                   "seconds per measured step (core-seconds per audio second; n/a without "
+                                   "PaddedBatch lengths)",
     "FLOPs per step": "FLOPs of every operator with a formula in the last warm-up step (its batch shapes: forward, "
                       "backward and the optimiser's update; sbprof.measuring.flops conventions); achieved "
                       "FLOP/s = FLOPs per step / median step time; share of peak = achieved / the device's peak "
@@ -125,6 +129,7 @@ class StageFigures:
     share_of_peak: Optional[float] = None
     peak_source: Optional[str] = None
     modules: List[ModuleRow] = field(default_factory=list)
+    modules_steps: Optional[BreakdownSteps] = None  # the breakdown's step figures, CPU cost per row included
     untracked: List[str] = field(default_factory=list)  # operators without a FLOP formula
     memory: Optional[MemoryPeak] = None
     params: Optional[int] = None
@@ -215,6 +220,11 @@ def stage_figures(m: Measurement) -> StageFigures:
         if peak:
             fig.share_of_peak = fig.achieved_flops_per_s / peak.flops_per_s
             fig.peak_source = f"{peak.flops_per_s / 1e9:.3g} GFLOP/s {peak.precision}, {peak.source}"
+    known = bool(audio) and all(a is not None for a in audio)
+    if extra.modules is not None and known and len(audio) == extra.modules.steps:  # the breakdown's steps
+        fig.modules_steps = breakdown_steps(extra.modules, sum(audio) / len(audio))
+    else:
+        fig.modules_steps = breakdown_steps(extra.modules)
     rows = extra.modules.rows if extra.modules is not None else []
     # Modules largest first; the step's time outside every module ("(other)") last: it is not a module.
     fig.modules = sorted(rows, key=lambda r: (r.label == OTHER, -r.total_ms))

@@ -243,6 +243,14 @@ def _flops_rows(extra: TrainPayload) -> List[FlopsRow]:
             for r in breakdown.rows if r.label in per_module]
 
 
+def _audio_per_step(extra: TrainPayload) -> Optional[float]:
+    """Mean seconds of audio per step of the breakdown, when its steps are the measured ones (same count)."""
+    audio, breakdown = extra.audio_s_per_step, extra.modules
+    if breakdown is None or not audio or len(audio) != breakdown.steps:
+        return None
+    return sum(audio) / len(audio)
+
+
 def train_cell(m: Measurement) -> TrainCell:
     """One single-process record with every figure its section shows."""
     extra = payload(m)
@@ -251,7 +259,8 @@ def train_cell(m: Measurement) -> TrainCell:
     # The load counts this process's own threads: the rest is other work on the machine.
     other = None if extra.loadavg_1m is None else extra.loadavg_1m - m.cell.threads
     return TrainCell(record=m, payload=extra, brain=str(m.settings.get("brain", "")), figures=from_json(TrainFigures, figures) if figures else None,
-                     steps=breakdown_steps(extra.modules), detailed_steps=breakdown_steps(extra.modules_detailed),
+                     steps=breakdown_steps(extra.modules, _audio_per_step(extra)),
+                     detailed_steps=breakdown_steps(extra.modules_detailed),
                      flops=_flops_rows(extra), audio_s=sum(extra.audio_s_per_step),
                      audio_steps=len(extra.audio_s_per_step), macs_per_step=sum(macs) / len(macs) if macs else None,
                      other_load=other)

@@ -4,7 +4,7 @@
 - ``flops``: FLOPs and MACs of one call, per module and operator (:mod:`sbprof.measuring.flops`), and of its backward
   with ``backward``;
 - ``modules``: per-module time of ``steps`` calls after one warm-up (:mod:`sbprof.measuring.modules`), and memory
-  with ``memory``.
+  with ``memory``; through an interface, with the seconds of audio of each call (``audio_s``).
 
 A target that cannot be built is a failed setup (exit code 1); an input that
 does not fit the model is bad input (exit code 2). The record keeps the
@@ -13,7 +13,7 @@ result's dict in ``extra["result"]`` and the totals in ``counts``.
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Optional
 
 import torch
 
@@ -44,6 +44,7 @@ class CountsWorker(CellWorker):
         device = self.job["device"]
         self.call: Callable[[], Any]
         self.what = ""
+        self.audio_s: Optional[float] = None  # seconds of audio per call: known through an interface only
         try:
             if cfg.source.is_module:
                 self.root, _ = build_module(cfg.source, cfg.preamble.seed)
@@ -121,7 +122,7 @@ class CountsWorker(CellWorker):
                     step()
         if cfg.memory:
             attribution.measure_memory(step)
-        return attribution.breakdown("call", skip_first=1).to_dict()
+        return {**attribution.breakdown("call", skip_first=1).to_dict(), "audio_s": self.audio_s}
 
 
 if __name__ == "__main__":

@@ -4,7 +4,10 @@ Times are milliseconds per step (the mean over the reported steps, so rows
 add up: a label's total is its self time plus its inner labels' totals, and
 the outermost labels plus ``(other)`` make the step). ``share`` is a row's
 total over the step time. Backward figures are ``None`` when no backward ran
-(never a 0 that reads as "free"); CUDA figures are ``None`` off CUDA. Made by
+(never a 0 that reads as "free"); CUDA figures are ``None`` off CUDA. CPU
+figures are the process CPU clock (all its threads) read at the same points
+as the host clock, forward plus backward; ``None`` in files written before
+they were measured. Made by
 :mod:`sbprof.measuring.modules`, saved in a record's payload, read back by the
 analyses (:mod:`sbprof.analysis.breakdown`): one type from end to end.
 """
@@ -37,6 +40,8 @@ class ModuleRow(Codec):
     cuda_forward_self_ms: Optional[float] = None
     cuda_backward_ms: Optional[float] = None
     cuda_backward_self_ms: Optional[float] = None
+    cpu_total_ms: Optional[float] = None
+    cpu_self_ms: Optional[float] = None
     memory: Optional[Dict[str, Optional[float]]] = None
 
 
@@ -61,6 +66,7 @@ class ModuleBreakdown(Codec):
     memory_peak: Optional[Dict[str, Optional[float]]] = None
     memory_note: Optional[str] = None
     note: Optional[str] = None
+    cpu_step_ms_samples: Optional[List[float]] = None  # process CPU ms of each step (all threads)
 
     @property
     def step_ms(self) -> float:

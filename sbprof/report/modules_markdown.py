@@ -1,8 +1,9 @@
 """Markdown tables of a per-module breakdown (:class:`~sbprof.analysis.breakdown.ModuleBreakdown`); formats only.
 
 Rows nest by module name: an inner module is indented (``· `` per level) and
-shows its name relative to the row it sits in. One table for the host clock,
-one for the GPU clock on CUDA, one for memory when it was measured.
+shows its name relative to the row it sits in. One table for the host clock
+(with the process CPU time and its cost per audio second when they were
+measured), one for the GPU clock on CUDA, one for memory when it was measured.
 """
 from __future__ import annotations
 
@@ -15,6 +16,12 @@ from sbprof.report.format import bytes_in, sig3
 
 TIME_HEADERS = ["module", "type", "calls", "forward ms", "fwd self ms", "backward ms", "bwd self ms", "total ms",
                 "share"]
+CPU_HEADERS = ["CPU ms", "CPU self ms", "CPU cost"]
+NO_AUDIO = "n/a (no audio)"
+CPU_DEFINITION = ("CPU ms = the process's CPU time (all its threads) while the row ran, forward + backward, per "
+                  "step; CPU cost = CPU ms / 1000 / seconds of audio per step (core-seconds per second of audio): "
+                  "what a core spends to serve the module, independent of waiting for one; with several threads it "
+                  "includes threads that spin while waiting (OpenMP); on CUDA, the host's launch work only.")
 MEMORY_HEADERS = ["module", "params MB", "output MB", "fwd peak MB", "fwd added MB", "bwd peak MB", "bwd added MB"]
 
 
@@ -45,7 +52,15 @@ def display_names(labels: List[str], depths: List[int]) -> List[str]:
     return shown
 
 
-def _time_table(data: ModuleBreakdown, prefix: str) -> str:
+def _cpu_cost(steps: BreakdownSteps, label: str) -> str:
+    if steps.audio_s_per_step is None:
+        return NO_AUDIO
+    cost = steps.cpu_cost.get(label)
+    return "" if cost is None else sig3(cost)
+
+
+def _time_table(data: ModuleBreakdown, prefix: str, steps: Optional[BreakdownSteps] = None) -> str:
+    """The table of one clock; with ``steps`` (the host table of a breakdown with CPU times), the CPU columns."""
     rows = data.rows
     names = display_names([r.label for r in rows], [r.depth for r in rows])
     table = []
@@ -53,10 +68,23 @@ def _time_table(data: ModuleBreakdown, prefix: str) -> str:
         if getattr(r, prefix + "total_ms") is None:
             continue
         calls = "" if not r.calls and r.label.startswith("(") else f"{r.calls:g}"
+        cpu = [] if steps is None else [_ms(r.cpu_total_ms), _ms(r.cpu_self_ms), _cpu_cost(steps, r.label)]
         table.append([name, r.type, calls] + [_ms(getattr(r, prefix + k)) for k in (
             "forward_ms", "forward_self_ms", "backward_ms", "backward_self_ms", "total_ms")]
-            + [_share(getattr(r, prefix + "share"))])
-    return tabulate(table, headers=TIME_HEADERS, tablefmt="github", disable_numparse=True)
+            + [_share(getattr(r, prefix + "share"))] + cpu)
+    return tabulate(table, headers=TIME_HEADERS + (CPU_HEADERS if steps is not None else []), tablefmt="github",
+                    disable_numparse=True)
+
+
+def _cpu_line(steps: BreakdownSteps) -> str:
+    """The step's CPU time and cost, then the definition of the CPU columns."""
+    step = f"CPU per step {sig3(steps.cpu_mean_ms)} ms"
+    if steps.step_cpu_cost is not None:
+        step += (f", CPU cost {sig3(steps.step_cpu_cost)} core-seconds per second of audio "
+                 f"({sig3(steps.audio_s_per_step)} s of audio per step)")
+    else:
+        step += ", CPU cost " + NO_AUDIO
+    return f"{step}. {CPU_DEFINITION}"
 
 
 def _memory_table(data: ModuleBreakdown) -> Optional[str]:
@@ -91,8 +119,11 @@ def render_breakdown(data: ModuleBreakdown, steps: BreakdownSteps) -> str:
              f"step{'s' if count != 1 else ''}: step {sig3(steps.mean_ms)} ms "
              f"(median {sig3(stats.median)} [{sig3(stats.q1)}, {sig3(stats.q3)}]). Milliseconds per step; "
              "total = forward + backward; self = not in the rows nested under it; share = total / step; "
-             "`(other)` = the step outside every row (code between modules, data moves, the hooks).", "",
-             "Host clock:", "", _time_table(data, "")]
+             "`(other)` = the step outside every row (code between modules, data moves, the hooks).", ""]
+    cpu = steps.cpu_mean_ms is not None
+    if cpu:
+        lines += [_cpu_line(steps), ""]
+    lines += ["Host clock:", "", _time_table(data, "", steps if cpu else None)]
     if steps.cuda_mean_ms is not None:
         lines += ["", f"GPU clock (CUDA events on the current stream; step {sig3(steps.cuda_mean_ms)} ms):", "",
                   _time_table(data, "cuda_")]

@@ -78,15 +78,25 @@ def _top(rows: List[ModuleRow]) -> List[ModuleRow]:
     return modules[:TOP_MODULES] + [r for r in rows if r.label == OTHER]
 
 
+def _cpu_cells(s: StageFigures, r: ModuleRow) -> List[str]:
+    steps = s.modules_steps
+    if steps is None or steps.audio_s_per_step is None:
+        cost = "n/a (no audio)"
+    else:
+        cost = "n/a" if r.label not in steps.cpu_cost else sig3(steps.cpu_cost[r.label])
+    return ["n/a" if r.cpu_total_ms is None else f"{r.cpu_total_ms:.2f}", cost]
+
+
 def modules_table(s: StageFigures) -> Optional[str]:
-    """The modules taking the most time per step, largest first."""
+    """The modules taking the most time per step, largest first (with their CPU time and cost when measured)."""
     if not s.modules:
         return None
+    cpu = any(r.cpu_total_ms is not None for r in s.modules)
     table = [[r.label, r.type, f"{r.total_ms:.2f}", "n/a" if r.forward_ms is None else f"{r.forward_ms:.2f}",
               "n/a" if r.backward_ms is None else f"{r.backward_ms:.2f}", f"{100 * r.share:.1f}%"]
-             for r in _top(s.modules)]
-    return tabulate(table, headers=["module", "type", "ms per step", "forward ms", "backward ms",
-                                    "share of step"], tablefmt="github", disable_numparse=True)
+             + (_cpu_cells(s, r) if cpu else []) for r in _top(s.modules)]
+    return tabulate(table, headers=["module", "type", "ms per step", "forward ms", "backward ms", "share of step"]
+                    + (["CPU ms", "CPU cost"] if cpu else []), tablefmt="github", disable_numparse=True)
 
 
 def params_table(s: StageFigures) -> Optional[str]:

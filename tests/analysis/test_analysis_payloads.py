@@ -132,3 +132,28 @@ def test_breakdown_steps_read_a_saved_breakdown():
     steps = breakdown_steps(ModuleBreakdown.from_dict(BREAKDOWN))
     assert (steps.mean_ms, steps.cuda_mean_ms, steps.step.q1) == (12.0, 4.0, 11.0)
     assert breakdown_steps(None) is None
+
+
+CPU_BREAKDOWN = {**BREAKDOWN, "cpu_step_ms_samples": [8.0, 10.0],
+                 "rows": [{**BREAKDOWN["rows"][0], "cpu_total_ms": 6.0, "cpu_self_ms": 6.0},
+                          {**BREAKDOWN["rows"][1], "cpu_total_ms": 3.0, "cpu_self_ms": 3.0}]}
+
+
+def test_train_and_run_give_the_module_breakdown_its_audio_per_step():
+    # Train: 2.5 s of audio per measured step (2 and 3 s); enc burns 6 ms of CPU per step: 0.0024 core-s per audio s.
+    (cell,) = train_analysis.analyse(Results("train", records=[train_record(modules=CPU_BREAKDOWN)])).cells
+    assert cell.steps.audio_s_per_step == 2.5 and cell.steps.cpu_cost["enc"] == pytest.approx(0.006 / 2.5)
+    text = train_report.render(train_analysis.analyse(Results("train", records=[train_record(
+        modules=CPU_BREAKDOWN)])))["report.md"]
+    assert "| 6.00     | 6.00          | 0.00240    |" in text
+    # Audio of another number of steps than the breakdown's: no cost rather than one over the wrong steps.
+    odd = train_record(modules=CPU_BREAKDOWN, audio_s_per_step=[2.0, 3.0, 4.0])
+    (cell,) = train_analysis.analyse(Results("train", records=[odd])).cells
+    assert cell.steps.audio_s_per_step is None and cell.steps.cpu_cost == {}
+    # Run: 4 s of audio per measured step (one warm-up left out).
+    stage = Measurement("t:train", Cell(model="t", variant="train"), warmup=1, wall_s=[0.1, 0.3],
+                        extra={"kind": "loop", "audio_s": [9.0, 4.0, 4.0], "modules": CPU_BREAKDOWN})
+    (s,) = run_analysis.analyse(Results("run", records=[stage])).stages
+    assert s.modules_steps.cpu_cost == {"enc": pytest.approx(0.006 / 4), "(other)": pytest.approx(0.003 / 4)}
+    text = run_report.render(run_analysis.analyse(Results("run", records=[stage])))["report.md"]
+    assert "| 9.00          | 4.00         | 5.00          | 75.0%           | 6.00     | 0.00150    |" in text

@@ -4,6 +4,7 @@ import json
 import pytest
 
 from sbprof.cli import main
+from sbprof.report.format import sig3
 
 MODEL_YAML = """
 model: !new:torch.nn.Sequential
@@ -66,6 +67,9 @@ def test_modules_times_the_selected_modules(model_file, tmp_path, capsys):
     assert code == 0 and result["steps"] == 2 and [r["label"] for r in result["rows"]][:2] == ["0", "1"]
     assert result["rows"][0]["memory"]["params_bytes"] == 4 * (16 * 32 + 32)
     assert "Host clock" in printed
+    # Random tensors carry no audio: CPU time is shown, its cost per audio second is not.
+    assert result["audio_s"] is None and all(r["cpu_total_ms"] >= 0 for r in result["rows"])
+    assert "| CPU ms " in printed and "n/a (no audio)" in printed
 
 
 @pytest.mark.parametrize("argv, code, message", [
@@ -100,6 +104,27 @@ def test_a_local_model_through_its_interface(tmp_path, capsys):
     code, printed, _ = run(["params", str(folder), "--type", "EncoderASR", "--output_folder", str(tmp_path / "p")],
                            capsys)
     assert code == 0 and result_in(tmp_path / "p")["total"] == 3_174_480
+
+
+@pytest.mark.slow
+def test_modules_cpu_cost_is_cpu_time_over_the_audio_of_each_call(tmp_path, capsys):
+    """Through an interface each call holds ``--batch_size`` x ``--audio_s`` seconds: the CPU cost of a row is
+    its CPU ms per call / 1000 / those seconds."""
+    from sbprof.analysis.counts import analyse
+    from sbprof.results.store import load_results
+
+    out = tmp_path / "m"
+    code, printed, _ = run(["modules", "encoder_asr", "--audio_s", "1.5", "--batch_size", "2", "--steps", "2",
+                            "--output_folder", str(out)], capsys)
+    result = result_in(out)
+    assert code == 0 and result["audio_s"] == pytest.approx(3.0)
+    summary = analyse(load_results(out / "results.json"))
+    rows = [r for r in result["rows"] if r["cpu_total_ms"] is not None]
+    assert rows and summary.steps.audio_s_per_step == pytest.approx(3.0)
+    for row in rows:
+        assert summary.steps.cpu_cost[row["label"]] == pytest.approx(row["cpu_total_ms"] / 1e3 / 3.0)
+    step_cpu = sum(result["cpu_step_ms_samples"]) / 2
+    assert f"CPU per step {sig3(step_cpu)} ms, CPU cost {sig3(step_cpu / 1e3 / 3.0)} core-seconds" in printed
 
 
 def test_a_count_runs_from_python_with_its_options_as_a_mapping(model_file, tmp_path, capsys):

@@ -41,3 +41,25 @@ def test_a_failed_count_and_a_value_of_the_wrong_kind():
     assert text.endswith("\n\nerror: TypeError: no\n")
     with pytest.raises(ConfigError, match="ParamCount.total: expected an integer"):
         analyse(counted("params", {"total": "many", "trainable": 1, "frozen": 0}))
+
+
+BREAKDOWN = {"step": "call", "mode": "light", "steps": 2, "step_ms_samples": [10.0, 12.0],
+             "cpu_step_ms_samples": [8.0, 10.0],
+             "rows": [{"label": "enc", "type": "Enc", "depth": 0, "calls": 1.0, "total_ms": 8.0, "share": 0.727,
+                       "forward_ms": 8.0, "forward_self_ms": 8.0, "cpu_total_ms": 6.0, "cpu_self_ms": 6.0}]}
+
+
+def test_modules_report_shows_cpu_cost_per_audio_second_only_with_audio():
+    # 6 ms of CPU per call over 2 s of audio per call = 0.003 core-seconds per second of audio; step 9 ms / 2 s.
+    text = render(analyse(counted("modules", {**BREAKDOWN, "audio_s": 2.0})))["report.md"]
+    assert "| 6.00     | 6.00          | 0.00300    |" in text
+    assert "CPU per step 9.00 ms, CPU cost 0.00450 core-seconds per second of audio (2.00 s of audio per step)" in text
+    text = render(analyse(counted("modules", {**BREAKDOWN, "audio_s": None})))["report.md"]
+    assert "| 6.00     | 6.00          | n/a (no audio) |" in text and "CPU cost n/a (no audio)" in text
+    # A file written before CPU times were measured: no CPU columns, no CPU line.
+    old = {**BREAKDOWN, "rows": [{k: v for k, v in BREAKDOWN["rows"][0].items() if not k.startswith("cpu")}]}
+    del old["cpu_step_ms_samples"]
+    text = render(analyse(counted("modules", old)))["report.md"]
+    assert "CPU" not in text and "| 8.00       | 72.7%   |" in text
+    with pytest.raises(ConfigError, match="audio_s"):
+        analyse(counted("modules", {**BREAKDOWN, "audio_s": "long"}))

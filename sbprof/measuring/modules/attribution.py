@@ -11,8 +11,9 @@ backward costs one hook per module boundary, not one per autograd node.
 
 Two modes:
 
-- ``light``: clocks only (the host's ``perf_counter_ns``; on CUDA also one
-  CUDA event per boundary on the current stream). No operator is recorded.
+- ``light``: clocks only (the host's ``perf_counter_ns`` and the process CPU
+  clock ``process_time_ns``; on CUDA also one CUDA event per boundary on the
+  current stream). No operator is recorded.
 - ``detailed``: the same, plus a ``record_function`` label around each
   selected module's forward (``sbprof.forward:<name>``) and backward
   (``sbprof.backward:<name>``), and around optimiser steps
@@ -40,7 +41,7 @@ from sbprof.base.errors import ConfigError, MeasurementError
 from sbprof.measuring.modules.memory import MEMORY_NOTE, module_memory
 from sbprof.measuring.modules.result import build_breakdown
 from sbprof.measuring.modules.selection import DEFAULT, select_modules
-from sbprof.measuring.modules.steps import StepRecord, newest_node, now, sequence_nr
+from sbprof.measuring.modules.steps import StepRecord, cpu_now, newest_node, now, sequence_nr
 from sbprof.measuring.modules.timeline import END_OF_BACKWARD, owner_of
 from sbprof.measuring.modules.wrapping import WrappedForward, wrap_forward
 from sbprof.record.breakdown import ModuleBreakdown
@@ -183,6 +184,7 @@ class ModuleAttribution:
         self._close_backward_labels()
         step.end_event = step.event()
         step.end = now()
+        step.cpu_end = cpu_now()
         if len(self._stack) > 1 or (step.spans and not step.spans[-1][2]):
             self._close_unfinished(step)
         if step.node_handles:
@@ -196,11 +198,12 @@ class ModuleAttribution:
         """Calls and optimiser steps a raised exception left open end with the step."""
         for index in self._stack[1:]:
             step.calls[index][3] = step.end
+            step.calls[index][5] = step.cpu_end
             if step.cuda:
                 step.call_events[index][1] = step.end_event
         self._stack = [None]
         if step.spans and not step.spans[-1][2]:
-            step.spans[-1] = (step.spans[-1][0], step.spans[-1][1], step.end)
+            step.spans[-1] = step.spans[-1][:2] + (step.end, step.spans[-1][3], step.cpu_end)
             if step.cuda:
                 step.span_events[-1] = (step.span_events[-1][0], step.end_event)
 
@@ -254,7 +257,7 @@ class ModuleAttribution:
             step.node_handles.append(node.register_prehook(functools.partial(self._node_started, step, seq)))
         stack = self._stack
         index = len(step.calls)
-        call = [name, stack[-1], 0, 0]
+        call = [name, stack[-1], 0, 0, 0, 0]
         step.calls.append(call)
         stack.append(index)
         self._mark_seq(step, index)
@@ -264,15 +267,18 @@ class ModuleAttribution:
             self._forward_labels.append(label)
         if step.cuda:
             step.call_events.append([step.event(), None])
+        call[4] = cpu_now()  # the clocks last, so the hook's own work stays outside the module's time
         call[2] = now()
 
     def _exit_module(self, name: str, module: Any, args: Any, output: Any) -> None:
         t = now()
+        cpu = cpu_now()
         step = self._step
         if step is None or self._in_backward or len(self._stack) < 2:
             return
         index = self._stack.pop()
-        step.calls[index][3] = t
+        call = step.calls[index]
+        call[3], call[5] = t, cpu
         if step.cuda:
             step.call_events[index][1] = step.event()
         if self.mode == "detailed":
@@ -287,10 +293,11 @@ class ModuleAttribution:
         if step is not self._step:  # a graph kept from an earlier step, run again
             return
         t = now()
+        cpu = cpu_now()
         if not self._in_backward:
             self._in_backward = True
             torch.autograd.Variable._execution_engine.queue_callback(functools.partial(self._backward_ended, step))
-        step.marks.append((t, seq))
+        step.marks.append((t, seq, cpu))
         if step.cuda:
             step.mark_events.append(step.event())
         if self.mode == "detailed":
@@ -302,7 +309,7 @@ class ModuleAttribution:
             return
         if self.mode == "detailed":
             self._close_backward_labels()
-        step.marks.append((now(), END_OF_BACKWARD))
+        step.marks.append((now(), END_OF_BACKWARD, cpu_now()))
         if step.cuda:
             step.mark_events.append(step.event())
 
@@ -341,17 +348,18 @@ class ModuleAttribution:
         if self.mode == "detailed":
             self._optimizer_label = record_function(OPTIMIZER_LABEL + label)
             self._optimizer_label.__enter__()
-        step.spans.append(("optimizer", now(), 0))
+        step.spans.append(("optimizer", now(), 0, cpu_now(), 0))
         if step.cuda:
             step.span_events.append((step.event(), None))
 
     def _exit_optimizer(self, label: str, optimizer: Any, args: Any, kwargs: Any) -> None:
         t = now()
+        cpu = cpu_now()
         self._optimizer_depth -= 1
         step = self._step
         if step is None or self._optimizer_depth > 0 or not step.spans or step.spans[-1][2]:
             return
-        step.spans[-1] = (step.spans[-1][0], step.spans[-1][1], t)
+        step.spans[-1] = step.spans[-1][:2] + (t, step.spans[-1][3], cpu)
         if step.cuda:
             step.span_events[-1] = (step.span_events[-1][0], step.event())
         if self.mode == "detailed":
@@ -390,8 +398,9 @@ class ModuleAttribution:
             raise MeasurementError(f"no finished step named {step!r} (after skipping {skip_first}); "
                                    f"finished: {names}")
         timelines = [s.timelines() for s in chosen]
-        result = build_breakdown(step, self.mode, self.names, self.types, [h for h, _ in timelines],
-                                 [c for _, c in timelines] if chosen[0].cuda else None)
+        result = build_breakdown(step, self.mode, self.names, self.types, [h for h, _, _ in timelines],
+                                 [c for _, _, c in timelines] if chosen[0].cuda else None,
+                                 cpu=[c for _, c, _ in timelines])
         if self.full:
             result.note = f"Recording stopped after {self.max_steps} steps (max_steps); later steps are not included."
         if self._memory is not None:
