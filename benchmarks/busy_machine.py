@@ -4,8 +4,9 @@ Runs ``python recipes/profile.py CONFIG`` three ways, one after the other in one
 temporary folder: quiet; with one busy process (``python -c "while True: pass"``) running beside the whole sweep;
 with three. For each it prints, over the CPU 1-thread cells, the median of the cells' wall-time RTF and of their
 CPU cost (CPU time of the worker's threads / audio seconds), the median relative half-width of each interval over
-runs, and the sweep's own wall time; then each busy run's ratios to the quiet one. Expected: the wall-time RTF
-and its interval grow with the load, the CPU cost and its interval much less.
+runs, the sweep's own wall time against the config's ``time_budget_s`` and the 1-thread cells that did not reach their
+precision target; then each busy run's ratios to the quiet one. Expected: the wall-time RTF and its interval grow
+with the load, the CPU cost and its interval much less, and every run ends within its budget.
 
 The grid: by default a REDUCED grid, because the default one (``profile.yaml``: 5 lengths x 3 batch sizes,
 every thread count, adaptive repeats up to 8 runs) takes well over 10 minutes three times on a 2-core machine:
@@ -74,7 +75,9 @@ def run(config: Path, busy: int, full: bool) -> Dict[str, Optional[float]]:
             "wall_half": median([c.over_runs.interval.half_width_rel for c in cells]),
             "cpu_cost": median([c.cpu_over_runs.interval.median for c in cells]),
             "cpu_half": median([c.cpu_over_runs.interval.half_width_rel for c in cells]),
-            "run_s": took, "cells": len(cells)}
+            "run_s": took, "cells": len(cells),
+            "missed": sum(len(s.missed) for model in summary.models for s in model.settings
+                          if s.device == "cpu" and s.threads == 1)}
 
 
 def main() -> None:
@@ -85,15 +88,18 @@ def main() -> None:
     args = parser.parse_args()
     rows = {busy: run(Path(args.config), busy, args.full) for busy in args.busy}
     quiet = rows[args.busy[0]]
+    budget = yaml.safe_load(Path(args.config).read_text()).get("time_budget_s")
     print(f"grid: {'as configured' if args.full else 'reduced (1, 2 s x 1; cpu 1 thread; 4 runs)'}; "
-          "medians over the 1-thread cells")
-    print(f"{'busy':>4} {'cells':>5} {'wall RTF':>9} {'+-wall':>7} {'CPU cost':>9} {'+-CPU':>7} {'run s':>7}   "
-          "ratios to quiet: wall RTF, +-wall, CPU cost, +-CPU, run s")
+          f"medians over the 1-thread cells; time_budget_s: {budget}")
+    print(f"{'busy':>4} {'cells':>5} {'missed':>6} {'wall RTF':>9} {'+-wall':>7} {'CPU cost':>9} {'+-CPU':>7} "
+          f"{'run s':>7} {'in budget':>9}   ratios to quiet: wall RTF, +-wall, CPU cost, +-CPU, run s")
     for busy, r in rows.items():
         ratios = ", ".join("n/a" if not r[k] or not quiet[k] else f"{r[k] / quiet[k]:.2f}"
                            for k in ("wall_rtf", "wall_half", "cpu_cost", "cpu_half", "run_s"))
-        print(f"{busy:>4} {r['cells']:>5} {r['wall_rtf'] or 0:>9.4f} {100 * (r['wall_half'] or 0):>6.1f}% "
-              f"{r['cpu_cost'] or 0:>9.4f} {100 * (r['cpu_half'] or 0):>6.1f}% {r['run_s']:>7.1f}   {ratios}")
+        within = "n/a" if budget is None else ("yes" if r["run_s"] <= budget else "NO")
+        print(f"{busy:>4} {r['cells']:>5} {r['missed']:>6} {r['wall_rtf'] or 0:>9.4f} "
+              f"{100 * (r['wall_half'] or 0):>6.1f}% {r['cpu_cost'] or 0:>9.4f} {100 * (r['cpu_half'] or 0):>6.1f}% "
+              f"{r['run_s']:>7.1f} {within:>9}   {ratios}")
 
 
 if __name__ == "__main__":
