@@ -47,42 +47,42 @@ def test_fit_then_evaluate_reports_a_train_and_a_test_section_each_with_its_own_
     assert "Traceback" not in done.stderr
 
 
-def test_each_section_step_time_agrees_with_the_outside_clock_around_the_batch(fit_evaluate):
-    run_folder, summary, outside, _ = fit_evaluate
+def rank_stages(summary, run_folder):
+    """(rank, stage, the rank file's record of the stage, its reported step indices, the summary's row)."""
     for path in rank_files(run_folder):
         rank = read_rank_file(path)
         for stage in ("train", "test"):
             record = rank.records[f"TinyBrain/{stage}"]
-            steps = record["extra"]["rank"]["steps"]
-            assert steps == [3, 4, 5, 6, 7]  # steps 4-8 counting from 1: each stage on its own schedule
-            clock = [outside[rank.rank][stage][i] for i in steps]
-            # sbprof's step encloses the batch, so it can never read shorter than the outside clock, load or not. A
-            # systematic error (a wrong span, a stage's steps mixed) moves every step; preemption on a loaded machine
-            # moves only the steps it hits (3 of 5 by 7-15 ms seen at load 6-7 on 2 cores): so at least two steps
-            # agree within 1 ms, and none reads shorter.
-            gaps = [ours - theirs for ours, theirs in zip(record["wall_s"], clock)]
-            assert min(gaps) >= -1e-4 and sum(abs(g) <= 0.001 for g in gaps) >= 2, (stage, rank.rank, gaps)
             row = next(r for r in section(summary, stage).rows if r.rank == rank.rank)
-            assert row.step.median == pytest.approx(statistics.median(record["wall_s"]), abs=1e-9)  # a replay
+            yield rank.rank, stage, record, record["extra"]["rank"]["steps"], row
+
+
+def test_each_section_step_time_agrees_with_the_outside_clock_around_the_batch(fit_evaluate):
+    run_folder, summary, outside, _ = fit_evaluate
+    for rank, stage, record, steps, row in rank_stages(summary, run_folder):
+        assert steps == [3, 4, 5, 6, 7]  # steps 4-8 counting from 1: each stage on its own schedule
+        clock = [outside[rank][stage][i] for i in steps]
+        # sbprof's step encloses the batch, so it can never read shorter than the outside clock, load or not. A
+        # systematic error (a wrong span, a stage's steps mixed) moves every step; preemption on a loaded machine
+        # moves only the steps it hits (3 of 5 by 7-15 ms seen at load 6-7 on 2 cores): so at least two steps
+        # agree within 1 ms, and none reads shorter.
+        gaps = [ours - theirs for ours, theirs in zip(record["wall_s"], clock)]
+        assert min(gaps) >= -1e-4 and sum(abs(g) <= 0.001 for g in gaps) >= 2, (stage, rank, gaps)
+        assert row.step.median == pytest.approx(statistics.median(record["wall_s"]), abs=1e-9)  # a replay
 
 
 def test_each_rank_cpu_time_agrees_with_the_outside_process_clock_and_its_cost_with_the_known_audio(fit_evaluate):
     run_folder, summary, outside, _ = fit_evaluate
-    for path in rank_files(run_folder):
-        rank = read_rank_file(path)
-        for stage in ("train", "test"):
-            record = rank.records[f"TinyBrain/{stage}"]
-            steps = record["extra"]["rank"]["steps"]
-            clock = [outside[rank.rank][f"{stage}_cpu"][i] for i in steps]
-            # The same process clock, read by the script inside sbprof's step: sbprof's reading encloses it (never
-            # less; process_time ticks in microseconds), and what sbprof adds is its own bookkeeping, which load
-            # does not change (CPU time, not wall time).
-            gaps = [ours - theirs for ours, theirs in zip(record["cpu_s"], clock)]
-            assert min(gaps) >= -1e-4 and statistics.median(gaps) <= 0.005, (stage, rank.rank, gaps)
-            assert record["extra"]["audio_s_per_step"] == [2.0] * len(steps)  # 4 utterances x 8,000 / 16,000
-            row = next(r for r in section(summary, stage).rows if r.rank == rank.rank)
-            assert row.cpu.median == pytest.approx(statistics.median(record["cpu_s"]), abs=1e-12)
-            assert row.cpu_cost == pytest.approx(sum(record["cpu_s"]) / (2.0 * len(steps)), rel=1e-12)
+    for rank, stage, record, steps, row in rank_stages(summary, run_folder):
+        clock = [outside[rank][f"{stage}_cpu"][i] for i in steps]
+        # The same process clock, read by the script inside sbprof's step: sbprof's reading encloses it (never
+        # less; process_time ticks in microseconds), and what sbprof adds is its own bookkeeping, which load
+        # does not change (CPU time, not wall time).
+        gaps = [ours - theirs for ours, theirs in zip(record["cpu_s"], clock)]
+        assert min(gaps) >= -1e-4 and statistics.median(gaps) <= 0.005, (stage, rank, gaps)
+        assert record["extra"]["audio_s_per_step"] == [2.0] * len(steps)  # 4 utterances x 8,000 / 16,000
+        assert row.cpu.median == pytest.approx(statistics.median(record["cpu_s"]), abs=1e-12)
+        assert row.cpu_cost == pytest.approx(sum(record["cpu_s"]) / (2.0 * len(steps)), rel=1e-12)
     report = (run_folder / "report.md").read_text()
     assert "| CPU s " in report and "| CPU cost " in report and "core-s per audio s" in report
 
