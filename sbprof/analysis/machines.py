@@ -3,15 +3,20 @@
 Each machine's figures come from its own records only. For comparisons,
 each machine's series per setting (:mod:`sbprof.analysis.series`); for
 sweeps, per model and grid cell, the RTF over runs of each (machine,
-setting). The renderers (:mod:`sbprof.report.machines`) format the
-:class:`MachinesSummary`. Pure: no torch, no clocks.
+setting); on the CPU, each point's or cell's CPU cost over runs beside
+it (core-seconds per audio second: machines compared on the work they do,
+whatever their load). The renderers (:mod:`sbprof.report.machines`) format
+the :class:`MachinesSummary`. Pure: no torch, no clocks.
 """
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from sbprof.analysis.compare_models import cpu_costs
+from sbprof.analysis.intervals import RunsSummary
+from sbprof.analysis.runs import cpu_cost_over_runs
 from sbprof.analysis.series import Series, build_series, settings_of
 from sbprof.analysis.machine_facts import MachineFacts, machine_facts
 from sbprof.analysis.figures import Outcome, rtf_stats, setting_sort_key
@@ -30,6 +35,7 @@ class MachineSeries:
     device: str
     threads: int
     series: List[Series]
+    cpu_costs: Dict[Tuple[str, float], RunsSummary] = field(default_factory=dict)  # (variant, x); none on CUDA
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,7 @@ class GridRtf:
     median: Optional[float]
     pooled: Optional[Stats]
     failed: Optional[Outcome]
+    cpu_cost: Optional[RunsSummary] = None  # over runs; none on CUDA
 
 
 @dataclass(frozen=True)
@@ -76,7 +83,7 @@ def _grid_rtf(records: Sequence[Measurement]) -> GridRtf:
     if not ok:
         return GridRtf(None, None, Outcome.of(records[0]))
     return GridRtf(statistics.median(rtf_stats(m).median for m in ok),
-                   summarise([s / m.audio_seconds for m in ok for s in m.wall_s]), None)
+                   summarise([s / m.audio_seconds for m in ok for s in m.wall_s]), None, cpu_cost_over_runs(ok))
 
 
 def _sweeps(machines: Sequence[Machine]) -> List[SweepColumns]:
@@ -103,7 +110,8 @@ def analyse_machines(machines: Sequence[Machine]) -> MachinesSummary:
     if job == "compare-models":
         for m in machines:
             for device, threads in settings_of(m.results):
-                compare.append(MachineSeries(m.label, device, threads, build_series(m.results, (device, threads))))
+                compare.append(MachineSeries(m.label, device, threads, build_series(m.results, (device, threads)),
+                                             cpu_costs(m.results, (device, threads))))
     rows = [MachineRow(m.label, machine_facts(m.results.machine) or MachineFacts(), str(m.source)) for m in machines]
     return MachinesSummary(job=job, machines=rows, vary=machines[0].results.rules.get("vary", "audio_s"),
                            compare=compare, sweeps=_sweeps(machines) if job == "profile" else [])

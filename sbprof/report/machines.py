@@ -3,7 +3,8 @@
 Each figure comes from one machine's records only (:mod:`sbprof.analysis.machines`):
 a comparison's latency per point with machines as columns, its growth
 exponents, and one plot with a line per (machine, setting, variant); a
-sweep's RTF per grid cell with (machine, setting) as columns.
+sweep's RTF per grid cell with (machine, setting) as columns; for both, the
+CPU cost beside (CPU settings only).
 """
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from typing import Dict, List, Optional, Union
 from sbprof.analysis.machine_facts import MachineFacts
 from sbprof.analysis.machines import GridRtf, MachinesSummary
 from sbprof.analysis.series import VARIED
-from sbprof.report.compare_models import exponent_text, latency_text, x_text
+from sbprof.report.compare_models import cpu_cost_cell, exponent_text, latency_text, x_text
 from sbprof.report.format import known, plural, sig3, status_text, table
 from sbprof.report.plot import PLOT_DIR, Line, latency_figure, png_bytes, without_fit
+from sbprof.report.sweep_cells import CPU_COST
 from sbprof.base.stats import METRICS
 
 REPORT_FILE = "report.md"
@@ -45,7 +47,7 @@ def _compare_sections(summary: MachinesSummary) -> List[str]:
     per_column = [{s.variant: s for s in c.series} for c in columns]
     variants = list(dict.fromkeys(v for series in per_column for v in series))
     vary = summary.vary
-    rows, laws = [], []
+    rows, costs, laws = [], [], []
     for v in variants:
         for x in sorted({p.x for series in per_column if v in series for p in series[v].points}):
             row = [v, x_text(x, vary)]
@@ -53,11 +55,16 @@ def _compare_sections(summary: MachinesSummary) -> List[str]:
                 point = next((p for p in series[v].points if p.x == x), None) if v in series else None
                 row.append(latency_text(point) if point else "not measured")
             rows.append(row)
+            costs.append([v, x_text(x, vary)] + [cpu_cost_cell(c.cpu_costs.get((v, x))) for c in columns])
         laws.append([v] + [exponent_text(series[v]) if v in series else "n/a" for series in per_column])
-    return ["", "## Latency per point (ms), machines as columns", "",
-            "Each figure from its own machine's records only: median over runs of each run's median "
-            "[first, third quartile of all calls].", "", table(rows, ["variant", VARIED.get(vary, vary)] + labels),
-            "", "## Growth exponent b per machine (95% interval)", "", table(laws, ["variant"] + labels)]
+    lines = ["", "## Latency per point (ms), machines as columns", "",
+             "Each figure from its own machine's records only: median over runs of each run's median "
+             "[first, third quartile of all calls].", "", table(rows, ["variant", VARIED.get(vary, vary)] + labels)]
+    if any(c.cpu_costs for c in columns):
+        lines += ["", "## CPU cost per point (core-seconds per audio second), machines as columns", "",
+                  f"{CPU_COST}. Median over runs [its interval over runs]; n/a on CUDA. Each from its own machine's "
+                  "records only.", "", table(costs, ["variant", VARIED.get(vary, vary)] + labels)]
+    return lines + ["", "## Growth exponent b per machine (95% interval)", "", table(laws, ["variant"] + labels)]
 
 
 def _rtf_text(cell: Optional[GridRtf]) -> str:
@@ -76,6 +83,12 @@ def _sweep_sections(summary: MachinesSummary) -> List[str]:
         lines += ["", f"## {model.model}: RTF, machines and settings as columns", "",
                   f"RTF = {METRICS['rtf'].definition}; median over runs of each run's median [first, third quartile "
                   "of all batches], each from its own machine's records only.", "", table(rows, headers)]
+        if any(c is not None and c.cpu_cost is not None for cells in model.rows.values() for c in cells):
+            costs = [[f"{a:g} s x {b}"] + [cpu_cost_cell(c.cpu_cost if c is not None else None) for c in cells]
+                     for (a, b), cells in model.rows.items()]
+            lines += ["", f"## {model.model}: CPU cost (core-seconds per audio second), machines and settings as "
+                      "columns", "", f"{CPU_COST}. Median over runs [its interval over runs]; n/a on CUDA.", "",
+                      table(costs, headers)]
     return lines
 
 

@@ -60,6 +60,24 @@ def test_merged_report_puts_machines_in_columns_with_each_machines_own_figures(t
     assert "## Machines" in text and "Xeon" in text and "EPYC" in text
 
 
+def test_each_machines_cpu_cost_is_its_own_cpu_time_over_audio_seconds(tmp_path):
+    def runs(machine, cpu_per_audio_s, folder):
+        records = []
+        for x in (1.0, 2.0):
+            for run, jitter in enumerate((0.9, 1.1)):
+                m = record("v", x, run, [0.050 * x])  # the same wall time on both machines: waiting, not work
+                m.cpu_s = [cpu_per_audio_s * jitter * x]
+                records.append(m)
+        return save(tmp_path / folder, results_of(records, machine=machine, models=["v"]))
+
+    text = render_merged(load_machines([runs(GPU_BOX, 0.010, "a"), runs(LAPTOP, 0.030, "b")]))
+    assert "## CPU cost per point (core-seconds per audio second), machines as columns" in text
+    row = next(line for line in text.splitlines() if line.startswith("| v ") and "| 2 s " in line and "[" in line
+               and "0.0100" in line)
+    # Each machine's median over its two runs (0.9x and 1.1x of its own cost), never the other machine's.
+    assert row.split("|")[3].strip().startswith("0.0100 [") and row.split("|")[4].strip().startswith("0.0300 [")
+
+
 def test_merged_report_and_plot_are_rendered(tmp_path):
     a, b = compare_folders(tmp_path)
     outputs = render_files(load_machines([a, b]))
@@ -80,6 +98,10 @@ def test_sweeps_merge_with_machine_and_setting_columns(tmp_path):
     text = render_merged(load_machines([a, b]))
     assert "| audio x batch   | gpu-box: cuda:0, 16 threads   | laptop: cpu, 1 thread   |" in text
     assert "| 2 s x 4         | 0.00100 [0.00100, 0.00100]    | 0.0100 [0.0100, 0.0100] |" in text
+    # CPU cost: 0.1 s of CPU per batch over its audio seconds, on the CPU machine only (the GPU box is on CUDA)
+    costs = text[text.index("## encoder_asr: CPU cost"):]
+    assert "| 2 s x 4         | n/a                           | 0.0125                  |" in costs
+    assert "| 1 s x 1         | n/a                           | 0.100                   |" in costs
 
 
 def test_one_host_twice_is_told_apart_by_folder(tmp_path):
