@@ -20,10 +20,6 @@ Two modes:
   (``sbprof.optimizer:<Class>``), so the regions show in torch.profiler
   tables and traces when a profiler runs.
 
-torch's own module trackers (``ModTracker``, ``ModuleTracker``) follow backward with multi-grad hooks on a
-module's inputs and leave a module whose inputs need no gradient only when the whole backward ends; the
-sequence-number partition has no such blind spot (:mod:`sbprof.measuring.modules.timeline`).
-
 Limits: the backward of one graph must run on one thread (CPU, or a single
 CUDA device); reentrant checkpointing and ``torch.compile`` are not supported.
 """
@@ -183,8 +179,7 @@ class ModuleAttribution:
             return
         self._close_backward_labels()
         step.end_event = step.event()
-        step.end = now()
-        step.cpu_end = cpu_now()
+        step.end, step.cpu_end = now(), cpu_now()
         if len(self._stack) > 1 or (step.spans and not step.spans[-1][2]):
             self._close_unfinished(step)
         if step.node_handles:
@@ -271,8 +266,7 @@ class ModuleAttribution:
         call[2] = now()
 
     def _exit_module(self, name: str, module: Any, args: Any, output: Any) -> None:
-        t = now()
-        cpu = cpu_now()
+        t, cpu = now(), cpu_now()
         step = self._step
         if step is None or self._in_backward or len(self._stack) < 2:
             return
@@ -292,8 +286,7 @@ class ModuleAttribution:
     def _node_started(self, step: StepRecord, seq: int, grad_outputs: Any) -> None:
         if step is not self._step:  # a graph kept from an earlier step, run again
             return
-        t = now()
-        cpu = cpu_now()
+        t, cpu = now(), cpu_now()
         if not self._in_backward:
             self._in_backward = True
             torch.autograd.Variable._execution_engine.queue_callback(functools.partial(self._backward_ended, step))
@@ -353,8 +346,7 @@ class ModuleAttribution:
             step.span_events.append((step.event(), None))
 
     def _exit_optimizer(self, label: str, optimizer: Any, args: Any, kwargs: Any) -> None:
-        t = now()
-        cpu = cpu_now()
+        t, cpu = now(), cpu_now()
         self._optimizer_depth -= 1
         step = self._step
         if step is None or self._optimizer_depth > 0 or not step.spans or step.spans[-1][2]:

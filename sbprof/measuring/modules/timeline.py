@@ -22,7 +22,10 @@ the node where each stretch begins (the one holding a module's outputs, the
 one holding its inputs); each interval between two marks belongs to the
 module whose range holds the first mark's node. A boundary with no mark
 (a module whose input needs no gradient) ends at the next mark, or at the end
-of the backward pass.
+of the backward pass. torch's own module trackers (``ModTracker``,
+``ModuleTracker``) follow backward with multi-grad hooks on a module's inputs,
+so they leave a module whose inputs need no gradient only when the whole
+backward ends; this partition has no such blind spot.
 """
 from __future__ import annotations
 

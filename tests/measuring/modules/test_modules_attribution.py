@@ -174,23 +174,30 @@ def test_modules_called_twice_count_two_calls():
 
 def test_detailed_labels_show_in_a_real_profiler_table():
     model = speechbrain_conformer(layers=1)
-    attribution = ModuleAttribution(model, mode="detailed")
     x = torch.randn(2, 10, 32)
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
-        with attribution:
-            for _ in range(3):
-                with attribution.step("s"):
-                    run_conformer(model, x).sum().backward()
-    counts = {e.key: e.count for e in prof.key_averages()}
-    for name in attribution.names:
-        assert counts.get(FORWARD_LABEL + name) == 3, name
-        assert counts.get(BACKWARD_LABEL + name) == 3, name
-    # the profiler's own intervals of a label and sbprof's clock agree
-    b = attribution.breakdown()
-    events = {e.key: e for e in prof.key_averages()}
-    for name in ("layers.0", "layers.0.mha_layer"):
-        profiled_ms = events[FORWARD_LABEL + name].cpu_time_total / 1e3 / 3
-        assert abs(profiled_ms - b.row(name).forward_ms) <= 0.25 * profiled_ms + 0.2
+    agreed = []
+    for _ in range(3):
+        attribution = ModuleAttribution(model, mode="detailed")
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            with attribution:
+                for _ in range(3):
+                    with attribution.step("s"):
+                        run_conformer(model, x).sum().backward()
+        events = {e.key: e for e in prof.key_averages()}
+        for name in attribution.names:
+            assert events[FORWARD_LABEL + name].count == 3 and events[BACKWARD_LABEL + name].count == 3, name
+        # The profiler's label encloses sbprof's clock reads (entered before them, left after), so sbprof never
+        # reads more, load or not; a preemption between the two only widens the label, and hits only the rounds it
+        # falls on (one of six rounds read the label 1.7 ms longer with four CPU-bound processes on 2 cores): so
+        # at least one round agrees closely.
+        b = attribution.breakdown()
+        gaps = []
+        for name in ("layers.0", "layers.0.mha_layer"):
+            profiled_ms = events[FORWARD_LABEL + name].cpu_time_total / 1e3 / 3
+            assert b.row(name).forward_ms <= profiled_ms + 0.01, name
+            gaps.append(profiled_ms - b.row(name).forward_ms <= 0.25 * profiled_ms + 0.2)
+        agreed.append(all(gaps))
+    assert any(agreed)
 
 
 def test_steps_are_reported_by_name_and_empty_sessions_dropped():
