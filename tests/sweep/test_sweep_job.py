@@ -176,8 +176,9 @@ def test_ground_truth_calibrated_matmuls(tmp_path):
     call overhead outside the loop (make_call's closure, no_grad, the log
     write: tens of microseconds), stays under 1 ms + 5 %, a bound a
     preemption in that tiny window can only break for a minority of
-    batches; and the reported RTF is the inner time over the batch's audio
-    (a per-utterance denominator would be off by the batch size).
+    batches; and the reported RTF is the batches' median over the batch's audio
+    (a per-utterance denominator would be off by the batch size), never below
+    the inner clock's.
     """
     log = tmp_path / "inner.jsonl"
     folder = write_model_folder(tmp_path / "mm", matrix_size=128, matmuls_per_second=200, timing_log=str(log))
@@ -203,9 +204,14 @@ def test_ground_truth_calibrated_matmuls(tmp_path):
         assert all(w >= i for w, i in zip(wall, inner)), (wall, inner)
         excess = statistics.median(w - i for w, i in zip(wall, inner))
         assert excess <= 1e-3 + 0.05 * statistics.median(inner), (wall, inner)
+        # The reported RTF is a replay of these batches over the batch's audio (0.5 s x batch, known here; a
+        # per-utterance denominator would be off by the batch size), and never below the inner clock's: each
+        # batch encloses its inner time, so their medians keep that order. Closer than that, load decides: seen at
+        # load 4 on 2 cores, medians 13.1 against 11.0 ms while the median excess stayed under 1 ms + 5 %.
         audio = 0.5 * batch
-        assert by_batch[batch]["derived"]["rtf"]["median"] == pytest.approx(
-            statistics.median(inner) / audio, rel=0.05, abs=1e-3 / audio)
+        reported = by_batch[batch]["derived"]["rtf"]["median"]
+        assert reported == pytest.approx(statistics.median(wall) / audio, rel=1e-9)
+        assert reported >= statistics.median(inner) / audio * (1 - 1e-9)
     assert len(calls) == start  # nothing called on the side
 
 
