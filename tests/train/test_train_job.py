@@ -48,14 +48,20 @@ def test_audio_per_step_is_the_batches_real_content(run):
 
 def test_the_breakdown_covers_the_decorators_steps(run):
     _, _, results = run
+    agree = []
     for m in results.records:
         modules = m.extra["modules"]
         assert modules["steps"] == 2 and modules["mode"] == "light"
-        # two clocks on the same steps: the decorator's and the attribution's
-        assert sum(modules["step_ms_samples"]) == pytest.approx(sum(m.wall_s) * 1e3, rel=0.1)
+        # Two clocks on the same steps: the attribution's step runs inside the decorator's, so it never reads more,
+        # load or not. A preemption between the two clocks widens only the steps it hits (seen: 46.0 against
+        # 51.3 ms over two steps with four CPU-bound processes on 2 cores); a wrong span would move every step.
+        for attributed, wall in zip(modules["step_ms_samples"], m.wall_s):
+            assert attributed <= wall * 1e3 + 0.05
+            agree.append(attributed >= 0.9 * wall * 1e3)
         labels = {r["label"] for r in modules["rows"]}
         assert {"CNN", "enc", "enc.transformer.encoder.layers.0.mha_layer", "optimizer", "(other)"} <= labels
         assert m.extra["params"]["total"] == m.counts.params
+    assert any(agree)
 
 
 def test_counts_against_the_models_own_tensors(run):
