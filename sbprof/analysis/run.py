@@ -220,11 +220,9 @@ def stage_figures(m: Measurement) -> StageFigures:
         if peak:
             fig.share_of_peak = fig.achieved_flops_per_s / peak.flops_per_s
             fig.peak_source = f"{peak.flops_per_s / 1e9:.3g} GFLOP/s {peak.precision}, {peak.source}"
-    known = bool(audio) and all(a is not None for a in audio)
-    if extra.modules is not None and known and len(audio) == extra.modules.steps:  # the breakdown's steps
-        fig.modules_steps = breakdown_steps(extra.modules, sum(audio) / len(audio))
-    else:
-        fig.modules_steps = breakdown_steps(extra.modules)
+    # The audio per step only when the breakdown's steps are these steps (the same count), every one known.
+    known = extra.modules is not None and len(audio) == extra.modules.steps and all(a is not None for a in audio)
+    fig.modules_steps = breakdown_steps(extra.modules, sum(audio) / len(audio) if known and audio else None)
     rows = extra.modules.rows if extra.modules is not None else []
     # Modules largest first; the step's time outside every module ("(other)") last: it is not a module.
     fig.modules = sorted(rows, key=lambda r: (r.label == OTHER, -r.total_ms))
