@@ -2,9 +2,10 @@
 
 - **streams per machine**, one verdict per capacity search: the streams one
   process serves within the delay target, or that even one stream misses it;
-  figures: the capacity (its range over runs), the target, the p99 delay at
-  that count (with a ~95 % order-statistics interval) and the server's busy
-  share there.
+  figures: the capacity (the range repeated probes at the boundary gave, and
+  over runs), the target, the p99 delay at that count (with a ~95 %
+  order-statistics interval), the server's busy share there and how long its
+  thread waited for a core there (the load the capacity was found under).
 - **decoder**: a chunk's ``decode_chunk`` time against its ``encode_chunk``
   time (medians over the chunks of every latency cell and capacity probe of
   one setting, chunk size and left context, each with a ~95 % interval for
@@ -96,12 +97,13 @@ def capacity_limit(setting: StreamSetting, row: CapacityRow) -> Tuple[Optional[V
         return None, f"streams per machine on {where}: the capacity search measured nothing ({row.record.status})"
     at = next((p for p in row.probes if p.streams == max(1, row.found[0])), None)
     delay = None if at is None or at.delay_p99_ms is None else at.delay_p99_ms / 1e3
+    span = None if row.capacity_low is None else (row.capacity_low, row.capacity_high)
     verdict = streams_per_machine(row.capacity, row.target_ms / 1e3, delay, where,
                                   None if at is None else at.utilisation,
-                                  at_limit=row.capacity >= row.max_streams > 0)
+                                  at_limit=row.capacity >= row.max_streams > 0, span=span)
     figures = list(verdict.figures)
-    if len(row.found) > 1:  # the range over runs
-        figures[0] = replace(figures[0], low=min(row.found), high=max(row.found))
+    if row.waited_share is not None:  # how much load there was where the boundary was found
+        figures.append(Figure("server's wait for a core at capacity", row.waited_share, "share"))
     if delay is not None:  # named by the probe it comes from (the first run's), with its interval
         low, high = at.delay_p99_interval_ms or (None, None)
         figures[2] = replace(figures[2], name=f"p99 delay at {at.streams} stream(s)",

@@ -151,3 +151,28 @@ def test_a_decoder_median_above_the_encoders_within_overlapping_intervals_is_not
     cols = {"encode_s": encode, "decode_s": [e + 0.0005 for e in reversed(encode)]}  # a hair above: 5 % more
     verdicts, undecided = decoder_limit({("cpu", 1, 8, 2): [cols]})
     assert verdicts == [] and "intervals overlap over 20 chunks" in undecided[0]
+
+
+def test_repeated_probes_give_the_range_and_memory_per_added_stream_needs_three_counts():
+    ok, late = [0.05] * 40, [0.05] * 20 + [0.3] * 20
+    # 3 passed twice and failed once (load came and went), 4 failed every time: 3 streams, from 2 to 3.
+    probes = [(1, columns(ok)), (3, columns(ok)), (4, columns(late)), (3, columns(late)), (4, columns(late)),
+              (3, columns(ok))]
+    record = capacity_record(probes)
+    for p, added in zip(record.extra["probes"], (1e6, 3e6, 4e6, 3e6, 4e6, 3e6)):  # 1 MB a stream, exactly
+        p["peak_delta_bytes"] = added
+    summary = analyse(Results("stream", records=[record]))
+    cap = summary.settings[0].capacity
+    assert (cap.capacity, cap.capacity_low, cap.capacity_high) == (3, 2, 3)
+    v = by_rule(summary)["streams per machine"]
+    assert v.sentence.startswith("One process on cpu, 1 thread(s) serves 3 stream(s) (2 to 3 over repeated probes)")
+    assert (v.figures[0].low, v.figures[0].high) == (2, 3)
+    assert cap.marginal_mb == pytest.approx((1.0, 1.0, 1.0))
+    # Two stream counts only: no slope, and the report says why instead of printing one.
+    two = capacity_record(probes[:3] + probes[4:5])
+    two.extra["probes"] = [p for p in two.extra["probes"] if p["streams"] != 1]
+    for p in two.extra["probes"]:
+        p["peak_delta_bytes"] = p["streams"] * 1e6
+    cap = analyse(Results("stream", records=[two])).settings[0].capacity
+    assert cap.marginal_mb is None and cap.marginal_why == "2 stream counts: a slope needs 3"
+    assert "n/a (2 stream counts: a slope needs 3)" in render_markdown(analyse(Results("stream", records=[two])))
