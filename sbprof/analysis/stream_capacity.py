@@ -13,7 +13,8 @@ capacity table):
   cost the p99 and no idle time absorbed it, whichever other counts the search probed;
 - memory per added stream (:func:`memory_slope`): a least-squares slope of each probe's memory growth over its
   stream count, with a 95 % interval, from at least :data:`MIN_COUNTS` stream counts, or not at all;
-- the server's own time per chunk (:func:`server_gaps`): what the loop spends between two calls.
+- the server's own time per chunk (:func:`server_gaps`): what the loop spends between two calls (median, from
+  :data:`MIN_GAPS` backlogged chunks).
 
 Pure: no torch, no clocks.
 """
@@ -35,6 +36,9 @@ from sbprof.record import Measurement
 
 MIN_COUNTS = 3
 """Distinct stream counts a memory slope needs: with two, a line goes through any pair and has no interval."""
+MIN_GAPS = 20
+"""Backlogged chunks the server's own time per chunk needs: with a few only (a search of one or two streams), the
+preemptions that land between two calls on a busy machine are most of them."""
 MS, US, MB, KB = 1e3, 1e6, 1e6, 1e3
 
 
@@ -124,6 +128,10 @@ def _outcomes(probes: Sequence[Probe]) -> Dict[int, List[bool]]:
     return out
 
 
+def _own_us(gaps: Sequence[float]) -> Optional[float]:
+    return statistics.median(gaps) * US if len(gaps) >= MIN_GAPS else None
+
+
 def _median(values: Sequence[Optional[float]]) -> Optional[float]:
     kept = [v for v in values if v is not None]
     return statistics.median(kept) if kept else None
@@ -170,6 +178,6 @@ def capacity_row(runs: Sequence[Measurement], kind: Tuple[str, int, int]) -> Cap
         state_kb=None if not states else statistics.median(states) / KB,
         state_view_kb=None if not views else statistics.median(views) / KB,
         marginal_mb=None if slope is None else tuple(x / MB for x in slope), marginal_why=why,
-        own_us=_median([g * US for p in payload(ok[0]).probes for g in server_gaps(p.chunks)]),
+        own_us=_own_us([g for p in payload(ok[0]).probes for g in server_gaps(p.chunks)]),
         lone_ratio=(lone.compute_p50_ms / busiest.compute_p50_ms
                     if lone and busiest and busiest.streams > 1 and busiest.compute_p50_ms else None))

@@ -133,7 +133,7 @@ def capacity_table(summary: StreamSummary) -> str:
                "p99 delay at capacity (ms)", "wait for a core at capacity", "worst-case compute budget [interval]",
                "state per stream held (addressed) (kB)", "memory per added stream (MB) [95 % interval]",
                "server's own time per chunk (µs)", "offline RTFx (range)", "probes (streams: p99 delay ms)"]
-    blank = [""] * 7
+    blank = [""] * 6
     rows = []
     for s in summary.settings:
         rtfx = "not measured" if s.offline_rtfx is None else sig3(s.offline_rtfx)

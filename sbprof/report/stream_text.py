@@ -35,7 +35,8 @@ CAPACITY_DEFINITIONS = f"""\
   has no interval).
 - **server's own time per chunk**: the median time the server spent between two `transcribe_chunk` calls when
   the next chunk was already waiting (its bookkeeping: two clock reads and a row of figures), in µs: busy time
-  a server without sbprof would not spend, to be read against the chunk's compute.
+  a server without sbprof would not spend, to be read against the chunk's compute (n/a with fewer than 20 such
+  chunks: a preemption between two calls would be most of them).
 - **offline RTFx**: seconds of the utterance / time to transcribe it in one `transcribe_chunk` call (one chunk
   spanning it: full attention, as offline), median of 5 calls after 1 unmeasured, with their range (runs
   pooled). As many streams as the offline RTFx is what offline throughput would promise."""

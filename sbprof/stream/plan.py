@@ -77,8 +77,7 @@ class Plan(JobPlan):
                 for c in s.chunk_sizes for left in s.left_context_chunks for n in s.streams]
         if cap is not None:
             out += [self.cell(setting, kind="capacity", chunk_size=c, left_context_chunks=left,
-                              max_streams=cap.max_streams, p99_delay_ms=cap.p99_delay_ms,
-                              boundary_probes=cap.boundary_probes)
+                              max_streams=cap.max_streams, p99_delay_ms=cap.p99_delay_ms)
                     for c in cap.chunk_size for left in cap.left_context_chunks]
         return out
 

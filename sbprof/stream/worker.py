@@ -326,7 +326,9 @@ class StreamWorker(CellWorker):
         states: Dict[str, int] = {}
         views: Dict[str, int] = {}
         while True:
-            n = next_probe(outcomes, estimate, p["max_streams"], int(p.get("boundary_probes") or 1))
+            # How often each count at the boundary is probed is the config's, not the cell's: a folder measured
+            # before it existed resumes without measuring its searches again.
+            n = next_probe(outcomes, estimate, p["max_streams"], self.cfg.capacity.boundary_probes)
             if n is None:
                 break
             served, record = self.probe(p, n)

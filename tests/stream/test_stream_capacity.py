@@ -20,62 +20,13 @@ import pytest
 
 from helpers.fake_interfaces import use_test_environment
 from helpers.fake_streaming import write_fake_model
+from helpers.queue_simulation import arrivals, simulated_capacity
 from helpers.stream_configs import write_stream_yaml
 from sbprof.analysis.stream import analyse
-from sbprof.analysis.stream_criterion import BEHIND_SLOPE
 from sbprof.cli import main
 from sbprof.results import RESULTS_FILE, load_results
 
 QUIET = 0.01  # the share of a probe the server's thread may have waited for a core for the machine to count as quiet
-
-
-def arrivals(streams: int, chunks: int, chunk_s: float):
-    """(arrival, session, call number) of every chunk of spread traffic, no flush chunk, in arrival order."""
-    window = chunks * chunk_s + (streams - 1) * chunk_s / streams + 1e-9
-    out, later = [], streams
-    for i in range(streams):
-        first = i * chunks // streams
-        start = i * chunk_s / streams - first * chunk_s  # where this stream's first utterance would have begun
-        session = i
-        while True:
-            calls = 0
-            for k in range(first, chunks):
-                if start + (k + 1) * chunk_s > window:
-                    break
-                out.append((start + (k + 1) * chunk_s, session, calls))
-                calls += 1
-            start += chunks * chunk_s
-            first = 0
-            if start + chunk_s > window:
-                break
-            session, later = later, later + 1
-    return sorted(out)
-
-
-def quantile(values, q):
-    xs = sorted(values)
-    pos = q * (len(xs) - 1)
-    lo = math.floor(pos)
-    return xs[lo] + (xs[min(lo + 1, len(xs) - 1)] - xs[lo]) * (pos - lo)
-
-
-def simulate(streams: int, chunks: int, chunk_s: float, cost_s, target_s: float) -> bool:
-    """Whether one server, first come first served, keeps ``streams`` streams within the target; the k-th call of
-    a session costs ``cost_s(k)``."""
-    free, delays, times = 0.0, [], []
-    for arrival, _, k in arrivals(streams, chunks, chunk_s):
-        free = max(free, arrival) + cost_s(k)
-        delays.append(free - arrival)
-        times.append(arrival)
-    mt, md = statistics.mean(times), statistics.mean(delays)
-    slope = sum((t - mt) * (d - md) for t, d in zip(times, delays)) / sum((t - mt) ** 2 for t in times)
-    return quantile(delays, 0.99) <= target_s and slope <= BEHIND_SLOPE
-
-
-def simulated_capacity(max_streams: int, chunks: int, chunk_s: float, cost_s) -> int:
-    """The largest stream count below the first that fails (the target: one chunk duration)."""
-    return next((n - 1 for n in range(1, max_streams + 1) if not simulate(n, chunks, chunk_s, cost_s, chunk_s)),
-                max_streams)
 
 
 def run(tmp: Path, model: Path, audio_s: float, capacity) -> tuple:
@@ -123,7 +74,7 @@ def test_a_cheap_models_streams_per_machine_is_an_exact_simulations_within_one_s
     # 2 s behind left unserved counted).
     for probe in record["extra"]["probes"]:
         recorded = probe["chunks"]["arrival_s"]  # in the order served: the order of arrival
-        expected = [a for a, _, _ in arrivals(probe["streams"], CHUNKS, CHUNK)]
+        expected = [a for a, _, _, _ in arrivals(probe["streams"], CHUNKS, CHUNK)]
         assert len(recorded) + probe["unserved_chunks"] == len(expected)
         assert recorded == pytest.approx(expected[:len(recorded)], abs=1e-9)
     # Load only lowers it (a spin never ends early, a busy machine serves fewer); on a quiet machine, within one.
