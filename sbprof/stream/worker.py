@@ -10,13 +10,15 @@ cell's ``kind``:
   sessions of ``streams`` live streams (:mod:`sbprof.stream.session`): every
   chunk's compute time (outside clock around ``transcribe_chunk``), its
   ``encode_chunk`` and ``decode_chunk`` times (:class:`StageTimer`), arrival,
-  output, tokens and memory, and the process's memory peak over the session;
+  output, CPU times, tokens (and memory on CUDA), each session's state and its
+  thread's wait for a core, and the process's memory peak over the cell;
 - ``offline``: the whole utterance in one ``transcribe_chunk`` call (one chunk
   spanning it: full attention, as an offline transcription), for its RTFx;
-- ``capacity``: sessions of more and more streams, bisected
-  (:mod:`sbprof.stream.capacity`) on the delay criterion
-  (:func:`sbprof.analysis.stream_criterion.within_target`), each probe's per-chunk
-  columns kept.
+- ``capacity``: sessions of more and more streams, bisected, then the counts
+  at the boundary probed again (:mod:`sbprof.stream.capacity`), on the delay
+  criterion (:func:`sbprof.analysis.stream_criterion.within_target`), each
+  probe's per-chunk columns kept with its memory peak and its thread's wait
+  for a core.
 """
 from __future__ import annotations
 
