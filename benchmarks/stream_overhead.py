@@ -22,9 +22,12 @@ start (the loop's own work); ``outside_calls``, the loop's wall time minus
 its calls' over the chunks (the gap's mean: a garbage collection or a
 preemption that lands between two calls counts here, though the first would
 have run inside the model's next call anyway); ``compute``, the median call
-(whether the bookkeeping slows the calls themselves). Rounds alternate the
-two loops (which goes first alternates too); printed: per figure the median
-over rounds and the ratio sbprof / outside.
+(whether the bookkeeping slows the calls themselves), and, beside a third
+loop that reads the thread's CPU clock around each call as sbprof does and
+nothing else, the call's median CPU time (which other processes' load moves
+far less than its wall time). Rounds run the three loops in turn (which goes
+first rotates); printed: per figure the median over rounds and the ratio
+sbprof / outside.
 
 Run: ``python benchmarks/stream_overhead.py [--rounds 7] [--streams 8]``
 """
@@ -67,8 +70,8 @@ def backlogged(worker: StreamWorker, streams: int) -> Tuple[Any, int, List[Chunk
     return config, samples, [dataclasses.replace(c, arrival_s=0.0) for c in chunks]
 
 
-Loop = Tuple[float, List[Tuple[float, float]]]
-"""A loop's wall time and each call's (start, end)."""
+Loop = Tuple[float, List[Tuple[float, float]], List[float]]
+"""A loop's wall time, each call's (start, end), and each call's CPU time on the serving thread (or none)."""
 
 
 def sbprof_loop(worker: StreamWorker, streams: int, noop: bool) -> Loop:
@@ -78,11 +81,12 @@ def sbprof_loop(worker: StreamWorker, streams: int, noop: bool) -> Loop:
     call = (lambda stream, first, length: "") if noop else transcribe
     t0 = time.perf_counter()
     served = serve(chunks, call, tokens=worker.tokens.take, close=close, stages=worker.stages.take)
-    return time.perf_counter() - t0, list(zip(served.start_s, served.end_s))
+    return time.perf_counter() - t0, list(zip(served.start_s, served.end_s)), served.thread_cpu_s
 
 
-def outside_loop(worker: StreamWorker, model: Any, streams: int, noop: bool) -> Loop:
-    """The same chunks through a loop written here, on an unwrapped copy of the model: a clock around each call."""
+def outside_loop(worker: StreamWorker, model: Any, streams: int, noop: bool, cpu: bool = False) -> Loop:
+    """The same chunks through a loop written here, on an unwrapped copy of the model: a clock around each call
+    (``cpu``: the thread's CPU clock too, the two reads sbprof makes around a call, and nothing else)."""
     config, samples, chunks = backlogged(worker, streams)
     wav, zeros = worker.wav, torch.zeros(1, samples)
     pieces = {(f, min(samples, wav.shape[0] - f)): wav[f:f + samples].unsqueeze(0) for f in range(0, wav.shape[0],
@@ -90,23 +94,29 @@ def outside_loop(worker: StreamWorker, model: Any, streams: int, noop: bool) -> 
     contexts = {c.stream: model.make_streaming_context(config) for c in chunks}
     call: Callable[[Any, Any], Any] = (lambda context, x: None) if noop else model.transcribe_chunk
     times: List[Tuple[float, float]] = []
+    own: List[float] = []
+    clock = time.thread_time if cpu else (lambda: 0.0)
     start = t0 = time.perf_counter()
     for c in chunks:
         if start + c.arrival_s > time.perf_counter():  # the same pacing test as a paced loop makes
             time.sleep(start + c.arrival_s - time.perf_counter())
+        c0 = clock()
         a = time.perf_counter()
         call(contexts[c.stream], pieces[(c.first, c.length)] if c.length else zeros)
-        times.append((a, time.perf_counter()))
-    return time.perf_counter() - t0, times
+        b = time.perf_counter()
+        own.append(clock() - c0)
+        times.append((a, b))
+    return time.perf_counter() - t0, times, own if cpu else []
 
 
-def figures(wall: float, calls: List[Tuple[float, float]]) -> Dict[str, float]:
+def figures(wall: float, calls: List[Tuple[float, float]], own: List[float]) -> Dict[str, float]:
     """Per chunk: the median gap between one call's end and the next one's start (the loop's own time; robust to
     a preemption or a garbage collection landing there), the mean of everything outside the calls, the median
-    call."""
+    call, and its median CPU time on the serving thread (where read)."""
     gaps = [b[0] - a[1] for a, b in zip(calls, calls[1:])]
-    return {"gap_us": statistics.median(gaps) * 1e6, "outside_calls_us": (wall - sum(e - s for s, e in calls))
-            / len(calls) * 1e6, "compute_ms": statistics.median(e - s for s, e in calls) * 1e3}
+    out = {"gap_us": statistics.median(gaps) * 1e6, "outside_calls_us": (wall - sum(e - s for s, e in calls))
+           / len(calls) * 1e6, "compute_ms": statistics.median(e - s for s, e in calls) * 1e3}
+    return {**out, "compute_cpu_ms": statistics.median(own) * 1e3} if own else out
 
 
 def main() -> None:
@@ -120,22 +130,27 @@ def main() -> None:
         plain = LoadedModel(worker.cfg.model, "cpu", worker.cfg.preamble.seed, str(Path(tmp) / "dl")).model
         for noop in (True, False):
             name = "no-op" if noop else f"streaming_asr (chunk {CHUNK}, left {LEFT})"
-            rows: Dict[str, List[Dict[str, float]]] = {"sbprof": [], "outside": []}
             arms = {"sbprof": lambda: sbprof_loop(worker, args.streams, noop),
-                    "outside": lambda: outside_loop(worker, plain, args.streams, noop)}
+                    "outside": lambda: outside_loop(worker, plain, args.streams, noop),
+                    "outside_cpu": lambda: outside_loop(worker, plain, args.streams, noop, cpu=True)}
+            rows: Dict[str, List[Dict[str, float]]] = {arm: [] for arm in arms}
             for arm in arms.values():
-                arm()  # warm both before anything is kept
+                arm()  # warm every arm before anything is kept
+            order = list(arms)
             for r in range(args.rounds):
-                for arm in (("sbprof", "outside") if r % 2 == 0 else ("outside", "sbprof")):
+                for arm in order[r % 3:] + order[:r % 3]:  # which goes first rotates
                     rows[arm].append(figures(*arms[arm]()))
             print(f"{name}, {args.streams} streams backlogged, {args.rounds} rounds (median over rounds):")
-            for figure, unit in (("gap_us", "us per chunk"), ("outside_calls_us", "us per chunk"),
-                                 ("compute_ms", "ms per call")):
-                if noop and figure == "compute_ms":
+            for figure, unit, other in (("gap_us", "us per chunk", "outside"),
+                                        ("outside_calls_us", "us per chunk", "outside"),
+                                        ("compute_ms", "ms per call", "outside"),
+                                        ("compute_cpu_ms", "ms per call (CPU)", "outside_cpu")):
+                if noop and figure.startswith("compute"):
                     continue
                 s = statistics.median(x[figure] for x in rows["sbprof"])
-                o = statistics.median(x[figure] for x in rows["outside"])
-                print(f"  {figure.rsplit('_', 1)[0]:14s} sbprof {s:9.3f}  outside {o:9.3f} {unit}  ratio {s / o:.2f}")
+                o = statistics.median(x[figure] for x in rows[other])
+                print(f"  {figure.rsplit('_', 1)[0]:14s} sbprof {s:9.3f}  {other:11s} {o:9.3f} {unit}  "
+                      f"ratio {s / o:.2f}")
 
 
 if __name__ == "__main__":
