@@ -78,16 +78,19 @@ def memory_slope(points: Sequence[Tuple[int, float]]) -> Tuple[Optional[Tuple[fl
     return (fit.coefficients[1], low, high), None
 
 
-def compute_budget(compute_s: Sequence[float], chunk_s: float) -> Tuple[int, int, int]:
-    """``floor(chunk_s / p99)`` of ``compute_s``, with the interval the p99's order statistics give it.
+def compute_budget(compute_s: Sequence[float], chunk_s: float) -> Optional[Tuple[int, int, int]]:
+    """``floor(chunk_s / p99)`` of ``compute_s``, with the interval the p99's order statistics give it; ``None``
+    when chunks cost nothing (a hand-edited record).
 
     Example
     -------
-    >>> compute_budget([0.08] * 50 + [0.09] * 50, 0.2)
-    (2, 2, 2)
+    >>> compute_budget([0.08] * 50 + [0.09] * 50, 0.2), compute_budget([0.0] * 10, 0.2)
+    ((2, 2, 2), None)
     """
     p99 = quantile(compute_s, 0.99)
     low, high, _ = quantile_interval(compute_s, 0.99)
+    if low <= 0:
+        return None
     return math.floor(chunk_s / p99), math.floor(chunk_s / high), math.floor(chunk_s / low)
 
 
@@ -111,13 +114,11 @@ def probes_of(m: Measurement) -> List[Probe]:
         v = within_target(cols, target, p.unserved_chunks)
         delays = [cols["end_s"][i] - cols["arrival_s"][i] for i in audio_rows(cols)]
         length = max(cols["end_s"], default=0.0)
-        gaps = server_gaps(cols)
         out.append(Probe(p.streams, quantile(compute, 0.99) * MS if compute else math.nan,
                          None if v.p99_s is None else v.p99_s * MS, v.slope, utilisation(cols), _memory(p), v.passed,
                          v.unserved, quantile(compute, 0.5) * MS if compute else None,
                          tuple(d * MS for d in quantile_interval(delays, 0.99)[:2]) if delays else None,
-                         p.core_wait_s / length if p.core_wait_s is not None and length > 0 else None,
-                         statistics.median(gaps) * US if gaps else None))
+                         p.core_wait_s / length if p.core_wait_s is not None and length > 0 else None))
     return out
 
 

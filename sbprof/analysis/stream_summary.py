@@ -74,7 +74,6 @@ class Probe:
     compute_p50_ms: Optional[float] = None
     delay_p99_interval_ms: Optional[Tuple[float, float]] = None
     waited_share: Optional[float] = None  # the serving thread's wait for a core over the probe's length
-    own_us: Optional[float] = None  # the server's own time between calls, median (µs)
 
     @property
     def behind(self) -> bool:
