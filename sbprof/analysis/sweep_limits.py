@@ -290,11 +290,11 @@ def sweep_limits(models: Sequence[SweepModel]) -> Limits:
             v, why = real_time(s, label)
             candidates.append(v)
             undecided += [why] if why else []
-            v, why = quadratic(s, label)
-            if s.oversubscribed:  # a verdict that needs the true times is withheld
-                undecided.append(f"{label}: oversubscribed, its times are upper bounds: only an RTF below 1 decides"
-                                 + ("; length-quadratic withheld" if v is not None or why is not None else ""))
+            if s.oversubscribed:  # a verdict that needs the true times (length-quadratic) is not even computed
+                undecided.append(f"{label}: oversubscribed, its times are upper bounds: only an RTF below 1 decides; "
+                                 "no verdict that needs the true times")
                 continue
+            v, why = quadratic(s, label)
             candidates.append(v)
             undecided += [why] if why else []
         for device, settings in by_device.items():

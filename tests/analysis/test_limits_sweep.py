@@ -103,8 +103,8 @@ def test_an_oversubscribed_setting_draws_no_verdict_that_needs_its_true_times():
         record(a, b, 0.2, threads=4, cores=2) for a, b in GRID]
     limits = limits_of(records)
     assert "threads" not in rules(limits)
-    assert ("cpu, 4 threads: oversubscribed, its times are upper bounds: only an RTF below 1 decides"
-            in limits.undecided)
+    assert ("cpu, 4 threads: oversubscribed, its times are upper bounds: only an RTF below 1 decides; no verdict "
+            "that needs the true times") in limits.undecided
     v, = [v for v in limits.verdicts if v.rule == "real-time" and v.sentence.startswith("cpu, 4 threads")]
     assert "RTF at most 0.2: measured while the setting was oversubscribed, an upper bound" in v.sentence
     assert any(u.startswith("threads on cpu: a setting is oversubscribed") for u in limits.undecided)
