@@ -265,16 +265,21 @@ def noise(floor: float, differences: Sequence[float], what: str) -> Optional[str
 # -- stream and transducer jobs (issue 33) --------------------------------------------------------------------------
 
 def streams_per_machine(streams: float, target_s: float, delay_p99_s: Optional[float], where: str,
-                        utilisation: Optional[float] = None, at_limit: bool = False) -> Verdict:
+                        utilisation: Optional[float] = None, at_limit: bool = False,
+                        span: Optional[Tuple[int, int]] = None) -> Verdict:
     """A capacity search's result: the streams one process serves within the delay target (``delay_p99_s``: the
-    p99 delay at that count, or at one stream when even one misses the target); ``where``: the setting searched.
+    p99 delay at that count, or at one stream when even one misses the target); ``where``: the setting searched;
+    ``span``: the lowest and highest capacity repeated probes at the boundary gave.
 
     Example
     -------
     >>> streams_per_machine(0, 0.2, 0.35, "cpu, 1 thread").sentence
     'Even one stream misses the 200 ms delay target on cpu, 1 thread: its p99 delay is 350 ms.'
+    >>> streams_per_machine(9, 0.2, 0.1, "cpu, 1 thread", span=(8, 10)).sentence
+    'One process on cpu, 1 thread serves 9 stream(s) (8 to 10 over repeated probes) within the 200 ms delay target (p99 delay 100 ms).'
     """
-    figures = [Figure("streams per machine", streams, ""), Figure("delay target", target_s, "s")]
+    figures = [Figure("streams per machine", streams, "", *(span or (None, None))),
+               Figure("delay target", target_s, "s")]
     if delay_p99_s is not None:
         figures.append(Figure(f"p99 delay at {max(1, int(streams))} stream(s)", delay_p99_s, "s"))
     if utilisation is not None:
@@ -286,6 +291,8 @@ def streams_per_machine(streams: float, target_s: float, delay_p99_s: Optional[f
                        "a faster device, a lighter model or decoder, or a larger chunk with a longer target",
                        weight=1.0)
     count = f"at least {streams:g} streams (the search's limit)" if at_limit else f"{streams:g} stream(s)"
+    if span is not None and span[0] != span[1]:
+        count += f" ({span[0]:g} to {span[1]:g} over repeated probes)"
     delay = "" if delay_p99_s is None else f" (p99 delay {_ms(delay_p99_s)})"
     return Verdict("streams per machine", f"One process on {where} serves {count} within the {_ms(target_s)} delay "
                    f"target{delay}.", figures, _rule("streams per machine"),

@@ -17,18 +17,21 @@ past the cache it runs at memory bandwidth, a regime the fit never saw.
 Predictions are derived on read, like every statistic, and kept
 apart from measured values in every output. Held-out validation refits on
 the triangle alone and predicts a fully measured corner, to show how far
-the predictions can be trusted. :func:`shown_predictions` converts a
-cell's predictions into the units its tables show (RTF, RTFx, bytes).
-Pure functions of records.
+the predictions can be trusted. An oversubscribed setting's time is not
+predicted: its measured times are upper bounds, and a fit on them bounds
+nothing (its memory is, which load does not change).
+:func:`shown_predictions` converts a cell's predictions into the units its
+tables show (RTF, RTFx, bytes). Pure functions of records.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Collection, Dict, List, Optional, Sequence, Tuple
 
 from sbprof.analysis.costmodel import CostPoint, HeldOutReport, predict, validate_held_out
 from sbprof.base.errors import ConfigError
 from sbprof.analysis.grid import triangle_skipped
+from sbprof.analysis.machine_load import crowded_settings
 from sbprof.record import Measurement
 from sbprof.record.codec import Codec
 from sbprof.analysis.runs import group_runs, median_over_runs, representative, rtf_over_runs
@@ -156,13 +159,21 @@ def _past_cache(cells: Dict[GridKey, List[Measurement]], fit_on: Sequence[GridKe
             for p in memory if p.value is not None and p.value > llc}
 
 
+def _figures(setting: SettingKey, crowded: Collection[SettingKey]) -> List[str]:
+    """What is predicted for a setting: not its time when it was oversubscribed (its times are upper bounds, and
+    a fit on upper bounds bounds nothing: intervals such as RTFx ~1364 [0.027, 68,224,460] were printed)."""
+    return [f for f in FIGURES if not (f == "time_s" and setting in crowded)]
+
+
 def predict_cells(records: Sequence[Measurement], confidence: float = 0.95) -> List[CellPrediction]:
     """Predictions for every skipped or out-of-memory cell, per setting and figure.
 
     A setting or figure with too few measured cells to fit is left without
-    predictions (never a guess).
+    predictions (never a guess), and so is the time of an oversubscribed
+    setting (:func:`~sbprof.analysis.machine_load.crowded_settings`).
     """
     out: List[CellPrediction] = []
+    crowded = crowded_settings(records)
     for (device, threads), cells in _by_setting(records).items():
         measured = [k for k, runs in cells.items() if any(m.ok for m in runs)]
         wanted = {k: representative(runs).status for k, runs in sorted(cells.items())
@@ -170,7 +181,7 @@ def predict_cells(records: Sequence[Measurement], confidence: float = 0.95) -> L
         if not wanted:
             continue
         cache = _past_cache(cells, measured, list(wanted))
-        for figure in FIGURES:
+        for figure in _figures((device, threads), crowded):
             try:
                 model, predictions = predict(_points(cells, figure, measured), [(b, a) for a, b in wanted], TERMS,
                                              confidence, cache if figure == "time_s" else None)
@@ -190,9 +201,11 @@ def held_out_validation(records: Sequence[Measurement],
     Only for settings whose whole grid was measured (a corner to hold out).
     The triangle is SpeechBrain's rule on the grid's lengths and batch sizes
     in increasing order. A grid still being measured (a length or batch size
-    missing for some cell) gets none: its triangle would not be the grid's.
+    missing for some cell) gets none: its triangle would not be the grid's;
+    nor the time of an oversubscribed setting.
     """
     out: Dict[Tuple[SettingKey, str], HeldOutReport] = {}
+    crowded = crowded_settings(records)
     for setting, cells in _by_setting(records).items():
         lengths = sorted({k[0] for k in cells})
         batches = sorted({k[1] for k in cells})
@@ -205,7 +218,7 @@ def held_out_validation(records: Sequence[Measurement],
         if not corner:
             continue
         cache = _past_cache(cells, triangle, corner)
-        for figure in FIGURES:
+        for figure in _figures(setting, crowded):
             try:
                 out[(setting, figure)] = validate_held_out(_points(cells, figure, triangle),
                                                            _points(cells, figure, corner), TERMS, confidence,

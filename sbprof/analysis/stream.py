@@ -2,8 +2,9 @@
 
 Every figure comes from the per-chunk columns a cell's record keeps
 (``extra["chunks"]``: session, chunk index, samples, arrival, start and end
-of each chunk, CPU time, time waited for a core, tokens, memory; times in
-seconds after the session's start), pooled over a cell's runs. The
+of each chunk, the process's and the serving thread's CPU time, tokens,
+memory on CUDA; times in seconds after the session's start), pooled over a
+cell's runs. The
 definitions, which the report prints beside its tables:
 
 - compute latency: the outside clock around one ``transcribe_chunk`` call,
@@ -17,9 +18,11 @@ definitions, which the report prints beside its tables:
   :data:`~sbprof.analysis.stream_criterion.BEHIND_SLOPE`, or when chunks were left unserved;
 - capacity criterion (:func:`~sbprof.analysis.stream_criterion.within_target`): nothing unserved, p99 delay
   within the target (default one chunk duration) and not behind;
-- worst-case compute budget: chunk duration / (streams x p99 compute) >= 1;
+- compute budget of a cell: chunk duration / (streams x p99 compute) >= 1;
   every chunk costing the p99 with no overlap: a bound below the capacity,
-  not a verdict (:func:`~sbprof.analysis.stream_criterion.budget_margin`);
+  not a verdict (:func:`~sbprof.analysis.stream_criterion.budget_margin`); a capacity search's worst-case
+  compute budget, streams per machine with its range, memory per added stream and the server's own time per
+  chunk are defined in :mod:`~sbprof.analysis.stream_capacity`;
 - algorithmic latency: chunk duration + the feature extractor's look-ahead;
 - first token: output of a session's first chunk that emitted a token minus
   the speech onset (the first 10 ms frame within 30 dB of the loudest);
@@ -27,9 +30,12 @@ definitions, which the report prints beside its tables:
 - streaming RTF: compute / seconds of audio served; utilisation: compute / the session's length;
 - CPU cost: the process's CPU time during a full chunk's call / the chunk's seconds of audio (core-seconds per
   second of audio), median over full chunks with a ~95 % interval (:func:`cpu_cost`);
-- state per stream: the bytes of a session's streaming-context tensors after its last chunk;
-- memory per added stream: the least-squares slope of the process's memory (the largest reading after a chunk)
-  over stream counts (the capacity probes, or the cells of one chunk size and left context);
+- state per stream: the bytes of a session's streaming-context tensors after its last chunk, held (whole
+  storages: what the stream costs in memory) and addressed (what its tensors span:
+  :func:`~sbprof.models.streaming.context_state`);
+- memory per added stream: the least-squares slope, with its 95 % interval, of what each cell (or capacity
+  probe) added to the process's memory, over stream counts (the cells of one chunk size and left context, or the
+  probes), from at least three counts, or not given;
 - cost growth: median compute of the last third of a session's full chunks over that of the first third
   (chunk 0 left out); about 1 when the left context is bounded;
 - emission latency (given a reference alignment): the output of the chunk that emitted token k minus the
@@ -43,17 +49,17 @@ Pure: no torch, no clocks. This module builds the summary (:func:`analyse`) from
 """
 from __future__ import annotations
 
-import math
 import statistics
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from sbprof.analysis.stream_capacity import capacity_row, memory_slope
 from sbprof.analysis.stream_criterion import (audio_rows, budget_margin, median_interval, quantile_interval,
                                               utilisation, within_target)
 from sbprof.analysis.stream_payload import payload
 from sbprof.analysis.stream_limits import stream_limits
 from sbprof.analysis.stream_sessions import cost_growth, session_times, split_delays
 from sbprof.analysis.machine_facts import machine_facts
-from sbprof.analysis.stream_summary import CapacityRow, LatencyRow, Probe, StreamRules, StreamSetting, StreamSummary
+from sbprof.analysis.stream_summary import LatencyRow, StreamRules, StreamSetting, StreamSummary
 from sbprof.analysis.stream_validation import check_stream_record
 from sbprof.record import Measurement
 from sbprof.record.codec import from_json
@@ -78,21 +84,6 @@ def _scaled(value: Optional[float], factor: float) -> Optional[float]:
     return None if value is None else value * factor
 
 
-def marginal_bytes(points: Sequence[Tuple[int, float]]) -> Optional[float]:
-    """Least-squares slope of process memory (bytes) over stream counts; ``None`` with fewer than 2 counts.
-
-    Example
-    -------
-    >>> marginal_bytes([(1, 100.0), (2, 150.0), (4, 250.0)])
-    50.0
-    """
-    if len({n for n, _ in points}) < 2:
-        return None
-    n = len(points)
-    mx, my = sum(p[0] for p in points) / n, sum(p[1] for p in points) / n
-    return sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
-
-
 def cpu_cost(chunks: Dict[str, List[Any]], chunk_samples: int, sample_rate: int) -> List[float]:
     """Each full chunk's CPU time over its seconds of audio (chunks without a CPU time left out).
 
@@ -104,11 +95,6 @@ def cpu_cost(chunks: Dict[str, List[Any]], chunk_samples: int, sample_rate: int)
     chunk_s = chunk_samples / sample_rate
     cpu = chunks.get("cpu_s") or [None] * len(chunks["samples"])
     return [c / chunk_s for n, c in zip(chunks["samples"], cpu) if n == chunk_samples and c is not None]
-
-
-def _peak_reading(chunks: Dict[str, List[Any]]) -> Optional[float]:
-    readings = [v for v in chunks.get("memory_bytes", []) if v is not None]
-    return max(readings) if readings else None
 
 
 def _params(m: Measurement) -> Tuple[str, int, int]:
@@ -149,7 +135,9 @@ def _latency_row(runs: Sequence[Measurement]) -> LatencyRow:
     mem = [m.memory for m, _ in ok if m.memory is not None]
     cuda = rep.cell.device.startswith("cuda")
     peak = _median([x.peak_cuda_bytes if cuda else x.peak_rss_bytes for x in mem])
+    added = _median([x.peak_cuda_delta_bytes if cuda else x.peak_rss_delta_bytes for x in mem])
     states = [v for _, p in ok for v in p.state_bytes.values()]
+    views = [v for _, p in ok for v in p.state_view_bytes.values()]
     emission = [e for t in times for e in t.emission_s]
     any_tokens = any(t is not None for _, p in ok for t in p.chunks["tokens"])
     slopes = [v.slope for v in verdicts if v.slope is not None]
@@ -171,57 +159,12 @@ def _latency_row(runs: Sequence[Measurement]) -> LatencyRow:
         growth=_median([cost_growth(p.chunks, m.wall_s, samples) for m, p in ok]),
         streaming_rtf=sum(compute) / audio_s if audio_s else None, utilisation=_median(utils),
         cpu_cost=median_interval(costs) if costs else None,
-        state_kb=_scaled(_median(states), 1 / KB), process_peak_mb=_scaled(peak, 1 / MB),
-        memory_reading_bytes=_median([_peak_reading(p.chunks) for _, p in ok]),
+        state_kb=_scaled(_median(states), 1 / KB), state_view_kb=_scaled(_median(views), 1 / KB),
+        process_peak_mb=_scaled(peak, 1 / MB), memory_bytes=added,
         emission_ms={k: quantile(emission, q) * MS for k, q in (("p50", 0.5), ("p99", 0.99))} if emission else {},
         emission_tokens=len(emission),
         unserved=sum(p.unserved_chunks for _, p in ok),
         compute_sorted_ms=sorted(s * MS for s in compute), delay_sorted_ms=sorted(d * MS for d in delays))
-
-
-def probes_of(m: Measurement) -> List[Probe]:
-    """The probes a capacity record keeps, with their figures recomputed from the raw per-chunk columns."""
-    extra = payload(m)
-    target = float(extra.target_s or extra.chunk_s)
-    out = []
-    for p in extra.probes:
-        cols = p.chunks
-        compute = [e - s for s, e in zip(cols["start_s"], cols["end_s"])]
-        v = within_target(cols, target, p.unserved_chunks)
-        delays = [cols["end_s"][i] - cols["arrival_s"][i] for i in audio_rows(cols)]
-        interval = tuple(d * MS for d in quantile_interval(delays, 0.99)[:2]) if delays else None
-        out.append(Probe(p.streams, quantile(compute, 0.99) * MS if compute else math.nan,
-                         _scaled(v.p99_s, MS), v.slope, utilisation(cols), _peak_reading(cols), v.passed,
-                         v.unserved, quantile(compute, 0.5) * MS if compute else None, interval))
-    return out
-
-
-def _capacity_row(runs: Sequence[Measurement]) -> CapacityRow:
-    rep = representative(runs)
-    _, chunk_size, left = _params(rep)
-    extra = payload(rep)
-    ok = [m for m in runs if m.ok and payload(m).probes]
-    per_run = [probes_of(m) for m in ok]
-    found = [max((p.streams for p in probes if p.passed), default=0) for probes in per_run]
-    chunk_s = extra.chunk_s if ok else None
-    base = dict(record=rep, chunk_size=chunk_size, left_context=left, runs=len(ok),
-                max_streams=int(rep.cell.params.get("max_streams", 0)), traffic=extra.traffic or "spread",
-                chunk_ms=_scaled(chunk_s, MS), target_ms=_scaled(extra.target_s, MS))
-    if not ok:
-        return CapacityRow(**base, capacity=None)
-    probes = sorted(per_run[0], key=lambda p: p.streams)
-    at = next((p for p in probes if p.streams == found[0]), None)
-    budget = max((p.streams for p in probes if p.streams * p.p99_ms <= chunk_s * MS), default=0)
-    points = [(p.streams, p.memory_bytes) for probes in per_run for p in probes if p.memory_bytes is not None]
-    marginal = marginal_bytes(points)
-    states = [v for m in ok for v in payload(m).state_bytes.values()]
-    lone = next((p for p in probes if p.streams == 1), None)
-    busiest = max((p for p in probes if p.passed), key=lambda p: p.streams, default=None)
-    ratio = (lone.compute_p50_ms / busiest.compute_p50_ms
-             if lone and busiest and busiest.streams > 1 and busiest.compute_p50_ms else None)
-    return CapacityRow(**base, capacity=statistics.median(found), probes=probes, budget=budget,
-                       delay_p99_ms=None if at is None else at.delay_p99_ms, state_kb=_scaled(_median(states), 1 / KB),
-                       marginal_mb=_scaled(marginal, 1 / MB), lone_ratio=ratio, found=found)
 
 
 def _offline(runs: Sequence[Measurement]) -> Tuple[Optional[float], Optional[Tuple[float, float]]]:
@@ -244,7 +187,7 @@ def analyse(results: Results) -> StreamSummary:
         if kind == "latency":
             s["rows"].append(_latency_row(runs))
         elif kind == "capacity":
-            s["capacities"].append(_capacity_row(runs))
+            s["capacities"].append(capacity_row(runs, _params(rep)))
         elif kind == "offline":
             s["offline"] = (rep,) + _offline(runs)
     out = []
@@ -254,11 +197,13 @@ def analyse(results: Results) -> StreamSummary:
         loads = (min(s["loads"]), max(s["loads"])) if s["loads"] else None
         groups: Dict[Tuple[int, int], List[Tuple[int, float]]] = {}
         for r in rows:
-            if r.memory_reading_bytes is not None:
-                groups.setdefault((r.chunk_size, r.left_context), []).append((r.streams, r.memory_reading_bytes))
-        marginal = {k: v / MB for k, pts in groups.items() if (v := marginal_bytes(pts)) is not None}
+            if r.memory_bytes is not None:
+                groups.setdefault((r.chunk_size, r.left_context), []).append((r.streams, r.memory_bytes))
+        slopes = {k: memory_slope(pts) for k, pts in groups.items() if len({n for n, _ in pts}) > 1}
         caps = sorted(s["capacities"], key=lambda c: (c.chunk_size, c.left_context == -1, c.left_context))
-        out.append(StreamSetting(device, threads, rows, caps, offline, rtfx, loads, spread, marginal))
+        out.append(StreamSetting(device, threads, rows, caps, offline, rtfx, loads, spread,
+                                 {k: tuple(x / MB for x in v) for k, (v, _) in slopes.items() if v is not None},
+                                 {k: why for k, (_, why) in slopes.items() if why is not None}))
     model = next(iter(results.models), results.records[0].cell.model if results.records else "")
     loads = [s.loads for s in out if s.loads]
     return StreamSummary(model=model, rules=from_json(StreamRules, dict(results.rules), "rules"),

@@ -105,6 +105,31 @@ def capacity_estimate(chunks: Dict[str, List[Any]], streams: int) -> Optional[in
     return None if not u else int(math.floor(streams / u))
 
 
+def capacity_range(outcomes: Dict[int, Sequence[bool]]) -> Tuple[int, int, int]:
+    """Streams per machine from every probe's verdict, and the range the boundary moved over: ``(capacity, low,
+    high)``.
+
+    *capacity*: the largest stream count at which at least half of the probes passed (0 when none). *low*: one
+    below the smallest count at which any probe failed (every probe below it passed); *high*: the largest count
+    at which any probe passed. On a quiet machine repeated probes agree and ``low == capacity == high``; load
+    that comes and goes makes a count pass once and fail once, and the range says over how many streams.
+
+    Example
+    -------
+    >>> capacity_range({1: [True], 13: [False], 9: [True, True, True], 10: [False, False, False]})
+    (9, 9, 9)
+    >>> capacity_range({1: [True], 9: [True, False, True], 10: [False, True, False], 11: [False]})
+    (9, 8, 10)
+    >>> capacity_range({1: [False, False]}), capacity_range({1: [True], 2: [True]})
+    ((0, 0, 0), (2, 2, 2))
+    """
+    found = max((n for n, r in outcomes.items() if 2 * sum(r) >= len(r)), default=0)
+    failed = [n for n, r in outcomes.items() if not all(r)]
+    low = min(found, min(failed) - 1) if failed else found
+    high = max([found] + [n for n, r in outcomes.items() if any(r)])
+    return found, max(0, low), high
+
+
 def quantile_interval(samples: Sequence[float], q: float, z: float = 1.96) -> Tuple[float, float, bool]:
     """A distribution-free ~95 % interval for the ``q`` quantile from order statistics (normal approximation to
     the binomial): ``(low, high, open)``; ``open`` when too few samples bound it above (``high`` is then the

@@ -2,9 +2,11 @@
 
 - **streams per machine**, one verdict per capacity search: the streams one
   process serves within the delay target, or that even one stream misses it;
-  figures: the capacity (its range over runs), the target, the p99 delay at
-  that count (with a ~95 % order-statistics interval) and the server's busy
-  share there.
+  figures: the capacity (the range repeated probes at the boundary gave, and
+  over runs), the target, the p99 delay at that count (the median over its
+  probes, from the lowest to the highest bound of their ~95 %
+  order-statistics intervals), the server's busy share there and how long
+  its thread waited for a core there (the load the capacity was found under).
 - **decoder**: a chunk's ``decode_chunk`` time against its ``encode_chunk``
   time (medians over the chunks of every latency cell and capacity probe of
   one setting, chunk size and left context, each with a ~95 % interval for
@@ -25,6 +27,7 @@ On cpu, 1 thread(s), chunk size 8, left context 2: the decoder takes 3.00x the e
 """
 from __future__ import annotations
 
+import statistics
 from dataclasses import replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -94,18 +97,22 @@ def capacity_limit(setting: StreamSetting, row: CapacityRow) -> Tuple[Optional[V
     where = f"{setting.device}, {setting.threads} thread(s)"
     if row.capacity is None or row.target_ms is None or not row.found:
         return None, f"streams per machine on {where}: the capacity search measured nothing ({row.record.status})"
-    at = next((p for p in row.probes if p.streams == max(1, row.found[0])), None)
-    delay = None if at is None or at.delay_p99_ms is None else at.delay_p99_ms / 1e3
+    n = max(1, row.found[0])
+    at = [p for p in row.probes if p.streams == n]  # the first run's probes at its capacity
+    delay = None if row.delay_p99_ms is None else row.delay_p99_ms / 1e3
+    busy = [p.utilisation for p in at if p.utilisation is not None]
+    span = None if row.capacity_low is None else (row.capacity_low, row.capacity_high)
     verdict = streams_per_machine(row.capacity, row.target_ms / 1e3, delay, where,
-                                  None if at is None else at.utilisation,
-                                  at_limit=row.capacity >= row.max_streams > 0)
+                                  statistics.median(busy) if busy else None,
+                                  at_limit=row.capacity >= row.max_streams > 0, span=span)
     figures = list(verdict.figures)
-    if len(row.found) > 1:  # the range over runs
-        figures[0] = replace(figures[0], low=min(row.found), high=max(row.found))
-    if delay is not None:  # named by the probe it comes from (the first run's), with its interval
-        low, high = at.delay_p99_interval_ms or (None, None)
-        figures[2] = replace(figures[2], name=f"p99 delay at {at.streams} stream(s)",
-                             low=None if low is None else low / 1e3, high=None if high is None else high / 1e3)
+    if row.waited_share is not None:  # how much load there was where the boundary was found
+        figures.append(Figure("server's wait for a core at capacity", row.waited_share, "share"))
+    intervals = [p.delay_p99_interval_ms for p in at if p.delay_p99_interval_ms is not None]
+    if delay is not None:  # the median over the probes at that count, from their lowest to highest interval bound
+        figures[2] = replace(figures[2], name=f"p99 delay at {n} stream(s)",
+                             low=min(i[0] for i in intervals) / 1e3 if intervals else None,
+                             high=max(i[1] for i in intervals) / 1e3 if intervals else None)
     return replace(verdict, figures=figures), None
 
 

@@ -28,11 +28,16 @@ Columns = Dict[str, List[Any]]
 
 @dataclass(frozen=True)
 class ProbeRecord(Codec):
-    """One probe of a capacity search: its stream count, its chunks, the chunks it left unserved."""
+    """One probe of a capacity search: its stream count, its chunks, the chunks it left unserved; since issue 44,
+    the memory peak over it and its growth over the memory in use before it (bytes; ``None`` where not read) and
+    how long the serving thread waited for a core during it (s)."""
 
     streams: int
     chunks: Columns
     unserved_chunks: int = 0
+    peak_bytes: Optional[float] = None
+    peak_delta_bytes: Optional[float] = None
+    core_wait_s: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,8 @@ class StreamPayload(Codec):
     unserved_chunks: int = 0
     right_context_samples: Optional[int] = None
     state_bytes: Dict[str, float] = field(default_factory=dict)
+    state_view_bytes: Dict[str, float] = field(default_factory=dict)
+    core_wait_s: Optional[float] = None
     probes: List[ProbeRecord] = field(default_factory=list)
     target_s: Optional[float] = None
     loadavg_1m: Optional[float] = None

@@ -47,8 +47,9 @@ class LatencyRow:
     cpu_cost: Optional[Tuple[float, float, float]] = None  # core-s per s of audio: median, ~95 % interval
     utilisation: Optional[float] = None
     state_kb: Optional[float] = None
+    state_view_kb: Optional[float] = None
     process_peak_mb: Optional[float] = None
-    memory_reading_bytes: Optional[float] = None
+    memory_bytes: Optional[float] = None  # what the cell's passes added to the memory in use before them
     emission_ms: Dict[str, float] = field(default_factory=dict)
     emission_tokens: int = 0
     unserved: int = 0
@@ -72,6 +73,7 @@ class Probe:
     unserved: int = 0
     compute_p50_ms: Optional[float] = None
     delay_p99_interval_ms: Optional[Tuple[float, float]] = None
+    waited_share: Optional[float] = None  # the serving thread's wait for a core over the probe's length
 
     @property
     def behind(self) -> bool:
@@ -81,7 +83,11 @@ class Probe:
 @dataclass(frozen=True)
 class CapacityRow:
     """A capacity search: the streams per machine within the delay target (median over runs; ``found``: each
-    run's), the probes of its first run, the worst-case compute budget, state and memory per added stream."""
+    run's) with the range repeated probes gave (``capacity_low``, ``capacity_high``), the probes of its first run,
+    the worst-case compute budget with its interval (from the p99 compute at the capacity), state per stream
+    (held, and addressed by the context's tensors), memory per added stream (MB: slope, low, high; or
+    ``marginal_why`` it is not given), the server's own time between calls (µs, median) and the serving thread's
+    wait for a core at the capacity (a share of the probe)."""
 
     record: Measurement
     chunk_size: int
@@ -96,14 +102,25 @@ class CapacityRow:
     budget: Optional[int] = None
     delay_p99_ms: Optional[float] = None
     state_kb: Optional[float] = None
-    marginal_mb: Optional[float] = None
+    marginal_mb: Optional[Tuple[float, float, float]] = None
     lone_ratio: Optional[float] = None
     found: List[int] = field(default_factory=list)
+    capacity_low: Optional[int] = None
+    capacity_high: Optional[int] = None
+    budget_low: Optional[int] = None
+    budget_high: Optional[int] = None
+    p99_compute_ms: Optional[float] = None
+    state_view_kb: Optional[float] = None
+    marginal_why: Optional[str] = None
+    own_us: Optional[float] = None
+    waited_share: Optional[float] = None
 
 
 @dataclass(frozen=True)
 class StreamSetting:
-    """One (device, threads): its latency cells, capacity searches, offline RTFx (median, range) and machine load."""
+    """One (device, threads): its latency cells, capacity searches, offline RTFx (median, range) and machine load;
+    per chunk size and left context, the memory per added stream over its cells' stream counts (MB: slope, low,
+    high), or why not."""
 
     device: str
     threads: int
@@ -113,7 +130,8 @@ class StreamSetting:
     offline_rtfx: Optional[float]
     loads: Optional[Tuple[float, float]]
     offline_range: Optional[Tuple[float, float]] = None
-    marginal_mb: Dict[Tuple[int, int], float] = field(default_factory=dict)
+    marginal_mb: Dict[Tuple[int, int], Tuple[float, float, float]] = field(default_factory=dict)
+    marginal_why: Dict[Tuple[int, int], str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:

@@ -12,8 +12,8 @@ from sbprof.base.errors import ConfigError
 from sbprof.record import Measurement
 
 CHUNK_COLUMNS = ("stream", "index", "samples", "arrival_s", "start_s", "end_s", "tokens", "memory_bytes")
-"""The per-chunk columns every stream record keeps (``cpu_s``, ``waited_s``, ``encode_s`` and ``decode_s`` too
-since they were added)."""
+"""The per-chunk columns every stream record keeps (``cpu_s``, ``encode_s`` and ``decode_s`` too since they were
+added; ``waited_s`` until issue 44, ``thread_cpu_s`` since)."""
 
 
 def _bad(m: Measurement, where: str, what: str) -> ConfigError:
@@ -46,7 +46,7 @@ def _check_columns(m: Measurement, chunks: Any, where: str) -> None:
             raise _bad(m, f"{where}.{name}", "must hold finite numbers of seconds")
     if any(e < s for s, e in zip(chunks["start_s"], chunks["end_s"])):
         raise _bad(m, f"{where}.end_s", "holds a chunk that ends before it starts")
-    for name in ("tokens", "memory_bytes", "cpu_s", "waited_s", "encode_s", "decode_s"):
+    for name in ("tokens", "memory_bytes", "cpu_s", "waited_s", "thread_cpu_s", "encode_s", "decode_s"):
         if name in chunks and not all(v is None or (_is_number(v) and v >= 0) for v in chunks[name]):
             raise _bad(m, f"{where}.{name}", "must hold null or numbers >= 0")
 
@@ -90,5 +90,8 @@ def check_stream_record(m: Measurement) -> None:
         if not (isinstance(p.get("streams"), int) and not isinstance(p.get("streams"), bool) and p["streams"] >= 1):
             raise _bad(m, f"{where}.streams", f"must be an integer >= 1, got {p.get('streams')!r}")
         _check_columns(m, p.get("chunks"), f"{where}.chunks")
+        for name in ("peak_bytes", "peak_delta_bytes", "core_wait_s"):
+            if p.get(name) is not None and not (_is_number(p[name]) and p[name] >= 0):
+                raise _bad(m, f"{where}.{name}", f"must be null or a number >= 0, got {p[name]!r:.40}")
     if not _is_number(m.extra.get("target_s")) or m.extra["target_s"] <= 0:
         raise _bad(m, "extra.target_s", f"must be a positive number of seconds, got {m.extra.get('target_s')!r}")

@@ -22,6 +22,7 @@ from sbprof.analysis.figures import batch_audio_seconds, busy_rtf, cell_figures,
 from sbprof.analysis.intervals import RunsSummary, SpreadPrior
 from sbprof.analysis.limits import Limits
 from sbprof.analysis.machine_facts import MachineFacts, machine_facts
+from sbprof.analysis.machine_load import OthersLoad, others_of, oversubscribed
 from sbprof.analysis.predictions import (CellPrediction, ShownPrediction, held_out_validation, predict_cells,
                                          shown_predictions)
 from sbprof.analysis.runs import (NoiseFloor, cpu_cost_over_runs, group_runs, load_explains, median_over_runs,
@@ -34,9 +35,6 @@ from sbprof.record.results import Results
 
 GridKey = Tuple[float, int]
 SettingKey = Tuple[str, int]
-OVERSUBSCRIBED_SLACK = 0.1
-"""Cores of other processes' load tolerated beyond the machine's before a setting is flagged (the kernel's own
-housekeeping, the runner waiting on its pipe)."""
 
 
 @dataclass(frozen=True)
@@ -87,22 +85,6 @@ class SweepCell:
 
 
 @dataclass(frozen=True)
-class OthersLoad:
-    """The cores other processes kept busy while a setting's cells were timed.
-
-    ``mean``: their CPU time over all the cells' windows (summed before
-    dividing: one window is a few ticks); ``max_cell``: the highest of one cell
-    (summed over its runs); ``cells_over``: cells for which the worker's
-    threads plus the others' cores exceeded the machine's cores.
-    """
-
-    mean: float
-    max_cell: float
-    cells_over: int
-    cells: int
-
-
-@dataclass(frozen=True)
 class SweepSetting:
     """One (device, threads) of one model: its cells and what the report says about them.
 
@@ -131,6 +113,7 @@ class SweepSetting:
     judged_load: Optional[float] = None
     missed: Tuple[GridKey, ...] = ()
     time_model: Optional[TimeModel] = None
+    time_not_predicted: bool = False  # oversubscribed: its skipped and out-of-memory cells get no predicted time
 
     @property
     def on_cuda(self) -> bool:
@@ -149,10 +132,7 @@ class SweepSetting:
     @property
     def oversubscribed(self) -> bool:
         """More runnable threads than cores: the worker's own, or with the others' load counted."""
-        if not self.cores or self.on_cuda:
-            return False
-        return self.threads > self.cores or (self.others is not None and self.threads + self.others.mean
-                                             > self.cores + OVERSUBSCRIBED_SLACK)
+        return oversubscribed(self.device, self.threads, self.cores, self.others)
 
 
 @dataclass(frozen=True)
@@ -231,22 +211,8 @@ def _cell(runs: Sequence[Measurement], predictions: Dict[str, CellPrediction],
         cpu_over_runs=cpu if cpu is not None and len(ok) > 1 else None, others_load=load, judged_on_cpu=on_cpu)
 
 
-def _others(groups: List[List[Measurement]], threads: int, cores: Optional[int]) -> Optional[OthersLoad]:
-    per_cell = []
-    for runs in groups:
-        timed = [m for m in runs if m.ok and m.extra.get("window_s")]
-        if timed:
-            per_cell.append((sum(m.extra["others_cpu_s"] for m in timed), sum(m.extra["window_s"] for m in timed)))
-    if not per_cell:
-        return None
-    shares = [cpu / wall for cpu, wall in per_cell]
-    over = sum(1 for x in shares if cores and threads + x > cores + OVERSUBSCRIBED_SLACK)
-    return OthersLoad(mean=sum(c for c, _ in per_cell) / sum(w for _, w in per_cell), max_cell=max(shares),
-                      cells_over=over, cells=len(per_cell))
-
-
 def _setting(device: str, threads: int, records: List[Measurement], references: List[Measurement],
-             predicted: Dict[Tuple[GridKey, str], Any], validate: bool) -> SweepSetting:
+             predicted: Dict[Tuple[GridKey, str], Any], validate: bool, fill: bool) -> SweepSetting:
     groups = list(group_runs(records).values())
     priors, cpu_priors = spread_priors(records), spread_priors(records, cpu=True)
     cells = {}
@@ -263,11 +229,12 @@ def _setting(device: str, threads: int, records: List[Measurement], references: 
     spreads = [c.over_runs.run_cv for c in several if c.over_runs.run_cv is not None]
     reports = held_out_validation(records) if validate else {}
     cores = next((m.env.cpu_count for m in records if m.env is not None), None)
+    others = others_of(groups, threads, cores)
     costs = [c.cpu_cost for c in ok if c.cpu_cost is not None]
     on_cpu = [c.others_load for c in several if c.judged_on_cpu]
     return SweepSetting(
         device=device, threads=threads, cells=cells, cores=cores,
-        loads=(min(loads), max(loads)) if loads else None, others=_others(groups, threads, cores),
+        loads=(min(loads), max(loads)) if loads else None, others=others,
         noise=noise_floor(references), cells_cv=statistics.median(spreads) if spreads else None,
         run_counts=tuple(sorted({c.runs for c in ok})), target=target, max_runs=policy.get("max_runs"),
         met=sum(1 for c in several if not c.target_missed),
@@ -278,7 +245,9 @@ def _setting(device: str, threads: int, records: List[Measurement], references: 
         judged_load=statistics.median(on_cpu) if on_cpu else None,
         missed=tuple(sorted(k for k, c in cells.items() if c.target_missed)),
         time_model=fit_time_model({k: r[0] for k, r in ((k, cell_rtf(c)) for k, c in cells.items() if c.runs)
-                                   if r is not None}))
+                                   if r is not None}),
+        time_not_predicted=fill and oversubscribed(device, threads, cores, others) and any(
+            c.status in ("skipped", "oom") for c in cells.values() if not c.runs))
 
 
 def _by_model(records: Sequence[Measurement]) -> Dict[Tuple[str, str], List[Measurement]]:
@@ -303,7 +272,7 @@ def _model(model: str, variant: str, group: List[Measurement], references: List[
         interface=group[0].settings.get("interface", "?"), method=group[0].settings.get("method"),
         audio_secs=sorted({m.cell.audio_s for m in group}), batch_sizes=sorted({m.cell.batch_size for m in group}),
         settings=[_setting(d, t, settings[(d, t)], [m for m in references if m.cell.setting == (d, t)],
-                           by_setting.get((d, t), {}), validate)
+                           by_setting.get((d, t), {}), validate, fill)
                   for d, t in sorted(settings, key=lambda k: setting_sort_key(*k))],
         plot=plot_lines(group), predicted=predicted)
 

@@ -6,9 +6,13 @@ out of memory beside the largest that fitted, and whether the cost model's
 ``B*L^2`` term passes half of the length-dependent cost within the measured
 lengths; per device, the parallel efficiency of each doubling of threads on
 the cells measured at every thread count. A verdict whose cells differ by less
-than the setting's noise floor, on an oversubscribed setting, or from a cost
-model that misses its held-out cells, is withheld and the reason given
-(:mod:`sbprof.analysis.limits`). Pure: no torch, no clocks.
+than the setting's noise floor, or from a cost model that misses its
+held-out cells, is withheld and the reason given
+(:mod:`sbprof.analysis.limits`). On an oversubscribed setting the measured
+times are upper bounds: an RTF below 1 still proves real-time
+(:func:`upper_bounds`), while a verdict that needs the true value (not
+real-time, length-quadratic, threads) is withheld, and says so. Pure: no
+torch, no clocks.
 
 Example
 -------
@@ -129,9 +133,34 @@ def _rtf_figure(key: GridKey, rtf: Tuple[float, Optional[float], Optional[float]
     return Figure(f"RTF at {_name(key)}" + (" (predicted)" if rtf[3] else ""), rtf[0], "", rtf[1], rtf[2])
 
 
+def upper_bounds(s: SweepSetting, label: str) -> Tuple[Optional[Verdict], Optional[str]]:
+    """Real time on an oversubscribed setting, whose measured RTFs are upper bounds: a bound below 1 proves
+    real-time, one at or above 1 decides nothing. The cells below 1 before the first that is not (by seconds of
+    audio in the batch) make the verdict; from that cell on, why it is not decided."""
+    rtfs = {k: r for k, r in ((k, cell_rtf(c)) for k, c in s.cells.items() if c.runs) if r is not None}
+    cells = sorted(rtfs, key=_size)
+    first = next((k for k in cells if rtfs[k][0] >= THRESHOLDS["real-time"].value), None)
+    fast = [k for k in cells if first is None or _size(k) < _size(first)]
+    why = None if first is None else (
+        f"{label}: real-time from {_name(first)} on not decided: its RTF ({rtfs[first][0]:.3g}), measured while the "
+        "setting was oversubscribed, is an upper bound; the true value may lie below 1")
+    if not fast:
+        return None, why
+    top, rtf = fast[-1], rtfs[fast[-1]]
+    scope = "in every measured cell, up to" if first is None else "up to"
+    return Verdict("real-time", f"{label} stays real-time {scope} {_name(top)} (RTF at most {rtf[0]:.3g}: measured "
+                   "while the setting was oversubscribed, an upper bound).",
+                   [Figure(f"RTF at {_name(top)} (upper bound)", rtf[0], "", rtf[1], rtf[2])],
+                   THRESHOLDS["real-time"].text, f"a margin of at least {1 / rtf[0]:.3g}x: longer utterances or "
+                   "larger batches stay real-time up to about that factor", weight=rtf[0]), why
+
+
 def real_time(s: SweepSetting, label: str) -> Tuple[Optional[Verdict], Optional[str]]:
     """The first cell (by seconds of audio in the batch) at or above RTF 1, or else the largest real-time one; or
-    why not, when that first cell's RTF is within the noise floor of 1."""
+    why not, when that first cell's RTF is within the noise floor of 1. On an oversubscribed setting,
+    :func:`upper_bounds`."""
+    if s.oversubscribed:
+        return upper_bounds(s, label)
     rtfs = {k: r for k, r in ((k, cell_rtf(c)) for k, c in s.cells.items()) if r is not None}
     if not rtfs:
         return None, None
@@ -258,12 +287,16 @@ def sweep_limits(models: Sequence[SweepModel]) -> Limits:
             label = _label(s, prefix)
             by_device.setdefault(s.device, []).append(s)
             candidates.append(memory(s, label))
-            if s.oversubscribed:
-                undecided.append(f"{label}: oversubscribed, its times are upper bounds: no timing verdict")
+            v, why = real_time(s, label)
+            candidates.append(v)
+            undecided += [why] if why else []
+            if s.oversubscribed:  # a verdict that needs the true times (length-quadratic) is not even computed
+                undecided.append(f"{label}: oversubscribed, its times are upper bounds: only an RTF below 1 decides; "
+                                 "no verdict that needs the true times")
                 continue
-            for v, why in (real_time(s, label), quadratic(s, label)):
-                candidates.append(v)
-                undecided += [why] if why else []
+            v, why = quadratic(s, label)
+            candidates.append(v)
+            undecided += [why] if why else []
         for device, settings in by_device.items():
             if len(settings) > 1:
                 v, why = _threads(settings, f"{prefix}{device}")

@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from sbprof.base.errors import ConfigError
 
@@ -167,30 +167,44 @@ def _holds_weights(module: Any, depth: int = 0) -> bool:
                               if m is not None)
 
 
-def context_bytes(context: Any, max_depth: int = 12) -> int:
-    """The bytes of the tensors a streaming context holds: what one stream keeps between its chunks.
+def _span(tensor: Any) -> Tuple[int, int]:
+    """The bytes of its storage a tensor addresses: from its first element to its last, ``[start, end)``."""
+    size = tensor.element_size()
+    if tensor.numel() == 0:
+        return 0, 0
+    extent = 1 + sum((n - 1) * stride for n, stride in zip(tensor.shape, tensor.stride()))
+    return tensor.storage_offset() * size, (tensor.storage_offset() + extent) * size
 
-    Walks the context's attributes, mappings and sequences, and counts each tensor storage once
-    (``untyped_storage().nbytes()``: a view holds its whole storage). A ``torch.nn.Module`` that owns parameters
-    or buffers is the model (shared by every stream) and is not walked; one without, such as SpeechBrain's
-    ``TransducerGreedySearcherStreamingContext`` (the decoder's hidden state), is.
+
+def context_state(context: Any, max_depth: int = 12) -> Tuple[int, int]:
+    """What one stream keeps between its chunks: ``(held, addressed)`` bytes of the tensors its context holds.
+
+    *held*: each tensor storage once, whole (``untyped_storage().nbytes()``): a
+    view keeps its whole storage alive, so this is the memory the stream costs
+    the server. *addressed*: per storage, the bytes its tensors span (first
+    to last element; overlaps once): what the model reads back, what the
+    stream would cost if the cached slices were copied out of the buffers
+    they were cut from. Walks the context's attributes, mappings and
+    sequences. A ``torch.nn.Module`` that owns parameters or buffers is the
+    model (shared by every stream) and is not walked; one without, such as
+    SpeechBrain's ``TransducerGreedySearcherStreamingContext`` (the decoder's
+    hidden state), is.
 
     Example
     -------
     >>> import torch
     >>> from types import SimpleNamespace
     >>> x = torch.zeros(1000)
-    >>> context_bytes(SimpleNamespace(cache=x, view=x[:10], layers=[{"h": torch.zeros(2, 3, dtype=torch.float64)}],
+    >>> context_state(SimpleNamespace(cache=x[500:], view=x[:10], layers=[{"h": torch.zeros(2, 3, dtype=torch.float64)}],
     ...                               model=torch.nn.Linear(100, 100)))
-    4048
+    (4048, 2088)
     """
     import torch
 
-    seen_storages, seen_objects = set(), set()
-    total = 0
+    storages: Dict[Tuple[int, str], Tuple[int, List[Tuple[int, int]]]] = {}
+    seen_objects = set()
 
     def walk(obj: Any, depth: int) -> None:
-        nonlocal total
         if depth > max_depth or obj is None or isinstance(obj, (str, bytes, int, float, bool)):
             return
         if isinstance(obj, torch.nn.Module) and _holds_weights(obj):
@@ -198,9 +212,7 @@ def context_bytes(context: Any, max_depth: int = 12) -> int:
         if isinstance(obj, torch.Tensor):
             storage = obj.untyped_storage()
             key = (storage.data_ptr(), obj.device.type)
-            if key not in seen_storages:
-                seen_storages.add(key)
-                total += storage.nbytes()
+            storages.setdefault(key, (storage.nbytes(), []))[1].append(_span(obj))
             return
         if id(obj) in seen_objects:
             return
@@ -219,4 +231,11 @@ def context_bytes(context: Any, max_depth: int = 12) -> int:
             walk(child, depth + 1)
 
     walk(context, 0)
-    return total
+    held = addressed = 0
+    for nbytes, spans in storages.values():
+        held += nbytes
+        end = 0
+        for a, b in sorted(spans):  # the union of the spans
+            addressed += max(0, b - max(a, end))
+            end = max(end, b)
+    return held, addressed

@@ -10,88 +10,15 @@ import csv
 import io
 from typing import Any, Collection, Dict, List, Optional, Union
 
-from sbprof.analysis.stream_criterion import BEHIND_SLOPE
 from sbprof.analysis.stream_summary import CapacityRow, LatencyRow, StreamSetting, StreamSummary
 from sbprof.report.limits import render_limits
 from sbprof.report.format import plural, sig3, status_text, table
 from sbprof.report.stream_plot import plot_file, render_stream_plots, setting_label
+from sbprof.report.stream_text import (CAPACITY_DEFINITIONS, COMPUTE_DEFINITIONS, EMISSION_DEFINITIONS,
+                                       LONE_STREAM_NOTE, PACING_DEFINITIONS)
 
 REPORT_FILE = "report.md"
 CSV_FILE = "results.csv"
-
-CAPACITY_DEFINITIONS = f"""\
-- **streams per machine**: the largest number of concurrent streams one process serves whose **p99 delay**
-  (from the arrival of a chunk's last sample to its output, over every chunk that holds audio) stays within
-  the **delay target** (`capacity.p99_delay_ms`; default one chunk duration) and does not grow along the
-  utterance (delay growth <= {BEHIND_SLOPE} s per s), with no chunk left unserved. Found by bisection on the
-  stream count from the delays each probe recorded (median over runs when several); the probes of the first run
-  are listed: streams: p99 delay (ms), and *behind* when the delay grew or chunks went unserved.
-- **p99 delay at capacity**: that probe's p99 delay.
-- **worst-case compute budget**: the largest probed stream count with streams x p99 chunk compute <= chunk
-  duration: what fits if every chunk cost the p99 and no idle time absorbed it. A lower bound, not where the
-  server falls behind.
-- **state per stream**: the bytes of one stream's streaming-context tensors after its last chunk (median over
-  streams): what the server keeps per live stream between its chunks.
-- **memory per added stream**: the least-squares slope of the process's memory (the largest reading after a
-  chunk of a probe: resident set on CPU, allocated on CUDA) over the probes' stream counts: state, buffers and
-  allocator growth together.
-- **offline RTFx**: seconds of the utterance / time to transcribe it in one `transcribe_chunk` call (one chunk
-  spanning it: full attention, as offline), median of 5 calls after 1 unmeasured, with their range (runs
-  pooled). As many streams as the offline RTFx is what offline throughput would promise."""
-
-COMPUTE_DEFINITIONS = """\
-- **chunk**: encoder frames per chunk (`DynChunkTrainConfig.chunk_size`) and the audio it holds;
-  **left context**: past chunks each chunk attends to (unlimited: every past chunk of the utterance).
-- **chunks**: chunk calls timed (all streams and runs; the short last chunk and the zero chunk that flushes
-  the feature extractor included). A session whose next chunk had waited more than `max_backlog_s` stopped
-  there: *stopped* rows count the chunks left unserved, and their figures cover only the chunks served.
-- **p50 ... max**: percentiles of chunk compute latency, the wall clock around one `transcribe_chunk` call (ms);
-  **p99 interval**: a distribution-free ~95 % interval of the p99 from order statistics (`+`: too few chunks
-  to bound it above; the largest chunk is shown).
-- **streaming RTF**: chunk compute / seconds of audio served (compute per second of speech);
-  **utilisation**: chunk compute / the session's length (the server's busy share).
-- **CPU cost**: core-seconds per second of audio: the process's CPU time (user + system, all its threads) during
-  one full chunk's `transcribe_chunk` call / the chunk's seconds of audio; median over full chunks, with a
-  distribution-free ~95 % interval. What a CPU costs to serve this model, independent of waiting for a core (a
-  call that waited for one reads the same). With several threads it includes threads that spin while waiting
-  (OpenMP), so it can exceed the busy share of one core; on CUDA it is the host's CPU, its wait for the GPU
-  included.
-- **tokens/chunk**: tokens emitted (flush chunks' included) per chunk holding audio: a mean; **tokens/s**: per
-  second of audio.
-- **cost growth**: median compute of the last third of full chunks along the utterance over that of the first
-  third (chunk 0 left out): about 1 when the left context is bounded.
-- **compute budget**: chunk duration / (streams x p99 compute), the worst case (every chunk at the p99, none
-  overlapping idle time); below 1 does *not* mean the server falls behind: see delay growth."""
-
-PACING_DEFINITIONS = f"""\
-- Chunks are fed at the pace the audio would arrive (traffic: see the header) and one loop serves every
-  stream in order of arrival, sleeping when it is ahead; when compute falls behind, chunks queue.
-- **algorithmic latency**: chunk duration + the feature extractor's look-ahead (the last frames of a chunk
-  come out with the next one): what a chunk's first sample waits before any compute.
-- **delay steady p50 / p99**: from the arrival of a chunk's last sample to its output (queue + compute), every
-  chunk holding audio but a session's last; **end of utterance p99**: the same for the chunk holding a
-  session's last sample (an end burst shows here).
-- **delay growth**: least-squares slope of delay against arrival time (ms of delay per s); *behind* above
-  {BEHIND_SLOPE * 1e3:g} ms/s (the backlog grows) or when chunks went unserved.
-- **first token**: from the speech onset (the first 10 ms frame within 30 dB of the loudest) to the output of
-  a session's first chunk that emitted a token (median over sessions that start with the utterance).
-- **final result**: from the utterance's last sample to the output of the session's last (flush) chunk
-  (median over sessions that end).
-- **state per stream**: the bytes of a session's streaming-context tensors after its last chunk (median).
-- **process peak**: the whole process's peak resident memory during the cell (model included; on CUDA the
-  allocator's peak)."""
-
-EMISSION_DEFINITIONS = """\
-- **emission latency**: for each token the model emitted, the output time of its chunk minus the reference end
-  of the unit at the same position in `streaming.alignment` (token k against unit k), over sessions that start
-  with the utterance; p50 and p99 over tokens. Negative: emitted before the reference says it was spoken."""
-
-LONE_STREAM_NOTE = """\
-One stream alone, paced, leaves the server idle between chunks; each chunk then pays for waking up (caches,
-threads), so its compute is higher than a busy server's: {ratio} here (p50 compute of the 1-stream probe over
-that of the largest passing probe). Read the one-stream rows as one caller on an idle machine, not as a
-server's cost per chunk."""
-
 
 def _ms(x: Optional[float]) -> str:
     return "n/a" if x is None else sig3(x)
@@ -152,7 +79,7 @@ def _growth(r: Any) -> str:
 def pacing_table(rows: List[LatencyRow]) -> str:
     headers = ["chunk", "left context", "streams", "algorithmic latency (ms)", "delay steady p50 (ms)",
                "delay steady p99 (ms)", "end of utterance p99 (ms)", "delay growth (ms/s)", "first token (ms)",
-               "final result (ms)", "state per stream (kB)", "process peak (MB)"]
+               "final result (ms)", "state per stream held (addressed) (kB)", "process peak (MB)"]
     out = []
     for r in rows:
         if not r.delay_ms:
@@ -160,7 +87,8 @@ def pacing_table(rows: List[LatencyRow]) -> str:
             continue
         out.append([_chunk(r), _left(r.left_context), str(r.streams), _ms(r.algorithmic_ms),
                     sig3(r.delay_ms["p50"]), sig3(r.delay_ms["p99"]), _ms(r.end_delay_ms.get("p99")), _growth(r),
-                    _ms(r.first_token_ms), _ms(r.final_ms), _ms(r.state_kb), _ms(r.process_peak_mb)])
+                    _ms(r.first_token_ms), _ms(r.final_ms), _state(r.state_kb, r.state_view_kb),
+                    _ms(r.process_peak_mb)])
     return table(out, headers)
 
 
@@ -174,14 +102,38 @@ def emission_table(rows: List[LatencyRow]) -> Optional[str]:
 
 
 def _probes(c: CapacityRow) -> str:
-    return ", ".join(f"{p.streams}: {_ms(p.delay_p99_ms)}" + (" (behind)" if p.behind else "") for p in c.probes)
+    counts: Dict[int, List[str]] = {}
+    for p in c.probes:
+        counts.setdefault(p.streams, []).append(_ms(p.delay_p99_ms) + (" (behind)" if p.behind else ""))
+    return ", ".join(f"{n}: {' / '.join(delays)}" for n, delays in sorted(counts.items()))
+
+
+def _span(value: Any, low: Any, high: Any) -> str:
+    return f"{value:g}" + ("" if low is None else f" [{low:g}, {high:g}]")
+
+
+def _state(held: Optional[float], addressed: Optional[float]) -> str:
+    return _ms(held) + ("" if addressed is None else f" ({sig3(addressed)})")
+
+
+def _marginal(c: CapacityRow) -> str:
+    if c.marginal_mb is None:
+        return "n/a" + (f" ({c.marginal_why})" if c.marginal_why else "")
+    value, low, high = c.marginal_mb
+    return f"{sig3(value)} [{sig3(low)}, {sig3(high)}]"
+
+
+def _share(x: Optional[float]) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f} %"
 
 
 def capacity_table(summary: StreamSummary) -> str:
     """Capacity across settings: one row per thread setting, chunk size and left context searched."""
-    headers = ["setting", "chunk", "left context", "delay target (ms)", "streams per machine",
-               "p99 delay at capacity (ms)", "worst-case compute budget", "state per stream (kB)",
-               "memory per added stream (MB)", "offline RTFx (range)", "probes (streams: p99 delay ms)"]
+    headers = ["setting", "chunk", "left context", "delay target (ms)", "streams per machine [range]",
+               "p99 delay at capacity (ms)", "wait for a core at capacity", "worst-case compute budget [interval]",
+               "state per stream held (addressed) (kB)", "memory per added stream (MB) [95 % interval]",
+               "server's own time per chunk (µs)", "offline RTFx (range)", "probes (streams: p99 delay ms)"]
+    blank = [""] * 6
     rows = []
     for s in summary.settings:
         rtfx = "not measured" if s.offline_rtfx is None else sig3(s.offline_rtfx)
@@ -190,16 +142,18 @@ def capacity_table(summary: StreamSummary) -> str:
         if s.offline is not None and not s.offline.ok:
             rtfx = status_text(s.offline) or rtfx
         if not s.capacities:
-            rows.append([setting_label(s), "", "", "", "not searched", "", "", "", "", rtfx, ""])
+            rows.append([setting_label(s), "", "", "", "not searched"] + blank + [rtfx, ""])
         for c in s.capacities:
             if c.capacity is None:
                 rows.append([setting_label(s), _chunk(c), _left(c.left_context), _ms(c.target_ms),
-                             status_text(c.record) or "no probes", "", "", "", "", rtfx, ""])
+                             status_text(c.record) or "no probes"] + blank + [rtfx, ""])
                 continue
-            found = f"{c.capacity:g}" + (" (the search's limit)" if c.capacity >= c.max_streams else "")
+            found = (_span(c.capacity, c.capacity_low, c.capacity_high)
+                     + (" (the search's limit)" if c.capacity >= c.max_streams else ""))
             rows.append([setting_label(s), _chunk(c), _left(c.left_context), _ms(c.target_ms), found,
-                         _ms(c.delay_p99_ms), "n/a" if c.budget is None else str(c.budget), _ms(c.state_kb),
-                         _ms(c.marginal_mb), rtfx, _probes(c)])
+                         _ms(c.delay_p99_ms), _share(c.waited_share),
+                         "n/a" if c.budget is None else _span(c.budget, c.budget_low, c.budget_high),
+                         _state(c.state_kb, c.state_view_kb), _marginal(c), _ms(c.own_us), rtfx, _probes(c)])
     return table(rows, headers)
 
 
@@ -258,10 +212,14 @@ def render_markdown(summary: StreamSummary, plots: Collection[str] = ()) -> str:
             out += _lone_note(s)
             out += ["### Latency under real-time pacing, and memory", "", pacing_table(s.rows), "",
                     PACING_DEFINITIONS, ""]
-            if s.marginal_mb:
-                out += ["Memory per added stream (slope of process memory over the cells' stream counts): "
-                        + "; ".join(f"chunk {c}, left {_left(left)}: {sig3(v)} MB"
-                                    for (c, left), v in sorted(s.marginal_mb.items())) + ".", ""]
+            if s.marginal_mb or s.marginal_why:
+                given = [f"chunk {c}, left {_left(left)}: {sig3(v)} MB [{sig3(lo)}, {sig3(hi)}]"
+                         for (c, left), (v, lo, hi) in sorted(s.marginal_mb.items())]
+                given += [f"chunk {c}, left {_left(left)}: not given ({why})"
+                          for (c, left), why in sorted(s.marginal_why.items())]
+                out += ["Memory per added stream (least-squares slope, with its 95 % interval, of what each cell "
+                        "added to the process's memory, over the cells' stream counts): " + "; ".join(given) + ".",
+                        ""]
             emission = emission_table(s.rows)
             if emission:
                 out += ["### Emission latency against the reference alignment", "", emission, "",
@@ -278,9 +236,12 @@ CSV_FIELDS = ("kind", "device", "threads", "chunk_size", "chunk_ms", "left_conte
               "p99_high_ms", "compute_budget", "algorithmic_ms", "delay_p50_ms", "delay_p99_ms", "end_delay_p99_ms",
               "delay_growth_ms_per_s", "behind", "first_token_ms", "final_ms", "tokens_per_chunk",
               "tokens_per_audio_s", "cost_growth", "streaming_rtf", "cpu_cost", "cpu_cost_low", "cpu_cost_high",
-              "utilisation", "state_kb", "process_peak_mb",
+              "utilisation", "state_kb", "state_addressed_kb", "process_peak_mb",
               "emission_p50_ms", "emission_p99_ms", "delay_target_ms", "streams_per_machine",
-              "delay_p99_at_capacity_ms", "worst_case_budget_streams", "memory_per_added_stream_mb",
+              "streams_per_machine_low", "streams_per_machine_high", "delay_p99_at_capacity_ms",
+              "core_wait_share_at_capacity", "worst_case_budget_streams", "worst_case_budget_low",
+              "worst_case_budget_high", "memory_per_added_stream_mb", "memory_per_added_stream_low_mb",
+              "memory_per_added_stream_high_mb", "server_own_time_per_chunk_us",
               "offline_rtfx", "offline_rtfx_min", "offline_rtfx_max", "message")
 
 
@@ -306,16 +267,21 @@ def render_csv(summary: StreamSummary) -> str:
                        tokens_per_chunk=r.tokens_per_chunk, tokens_per_audio_s=r.tokens_per_audio_s,
                        cost_growth=r.growth, streaming_rtf=r.streaming_rtf, utilisation=r.utilisation,
                        **dict(zip(("cpu_cost", "cpu_cost_low", "cpu_cost_high"), r.cpu_cost or ())),  # core-s/s
-                       state_kb=r.state_kb, process_peak_mb=r.process_peak_mb,
+                       state_kb=r.state_kb, state_addressed_kb=r.state_view_kb, process_peak_mb=r.process_peak_mb,
                        emission_p50_ms=r.emission_ms.get("p50"), emission_p99_ms=r.emission_ms.get("p99"))
             writer.writerow(row)
         for c in s.capacities:
             writer.writerow({**base, "kind": "capacity", "chunk_size": c.chunk_size, "chunk_ms": c.chunk_ms,
                              "left_context_chunks": c.left_context, "traffic": c.traffic, "status": c.record.status,
                              "runs": c.runs, "delay_target_ms": c.target_ms, "streams_per_machine": c.capacity,
-                             "delay_p99_at_capacity_ms": c.delay_p99_ms, "worst_case_budget_streams": c.budget,
-                             "state_kb": c.state_kb, "memory_per_added_stream_mb": c.marginal_mb,
-                             "message": c.record.message})
+                             "streams_per_machine_low": c.capacity_low, "streams_per_machine_high": c.capacity_high,
+                             "delay_p99_at_capacity_ms": c.delay_p99_ms, "core_wait_share_at_capacity": c.waited_share,
+                             "worst_case_budget_streams": c.budget, "worst_case_budget_low": c.budget_low,
+                             "worst_case_budget_high": c.budget_high, "state_kb": c.state_kb,
+                             "state_addressed_kb": c.state_view_kb,
+                             **dict(zip(("memory_per_added_stream_mb", "memory_per_added_stream_low_mb",
+                                         "memory_per_added_stream_high_mb"), c.marginal_mb or ())),
+                             "server_own_time_per_chunk_us": c.own_us, "message": c.record.message})
         if s.offline is not None:
             writer.writerow({**base, "kind": "offline", "status": s.offline.status, "offline_rtfx": s.offline_rtfx,
                              "offline_rtfx_min": s.offline_range[0] if s.offline_range else None,

@@ -57,16 +57,19 @@ def streams_figure(s: StreamSetting, title: str) -> Optional[Figure]:
     if cap is None or not cap.probes or cap.chunk_ms is None:
         return None
     figure, (delay_ax, busy_ax) = new_figure(2, extra_rows=1)
-    probes = [p for p in cap.probes if p.delay_p99_ms is not None]
+    probes = sorted((p for p in cap.probes if p.delay_p99_ms is not None), key=lambda p: p.streams)
     ns = [p.streams for p in probes]
     target = cap.target_ms or cap.chunk_ms
-    delay_ax.plot(ns, [p.delay_p99_ms for p in probes], marker="o", color="C1", label="p99 delay")
+    # Points, not a line: the counts at the boundary are probed several times.
+    delay_ax.plot(ns, [p.delay_p99_ms for p in probes], marker="o", linestyle="none", color="C1",
+                  label="p99 delay of a probe")
     for p in probes:
         if p.behind:
             delay_ax.annotate("behind", (p.streams, p.delay_p99_ms), fontsize="x-small")
     delay_ax.axhline(target, linestyle="--", color="0.3", label=f"delay target ({target:.0f} ms)")
     busy = [p for p in probes if p.utilisation is not None]
-    busy_ax.plot([p.streams for p in busy], [p.utilisation for p in busy], marker="o", label="utilisation")
+    busy_ax.plot([p.streams for p in busy], [p.utilisation for p in busy], marker="o", linestyle="none",
+                 label="utilisation")
     busy_ax.axhline(1.0, linestyle="--", color="0.3", label="busy all the time")
     finish_axes(delay_ax, ns, [p.delay_p99_ms for p in probes] + [target], "concurrent streams in one process",
                 "p99 delay under real-time pacing (ms)", columns=1)

@@ -54,9 +54,21 @@ def _load_text(s: SweepSetting) -> List[str]:
             text += (f" **Oversubscribed once the load is counted: {o.cells_over} of {o.cells} cells had more "
                      "runnable threads than cores, so the worker waited for a core; read these times as upper "
                      "bounds.**")
-        return lines + ["", text]
+        return lines + ["", text] + _unpredicted(s)
+    return lines + _loadavg_text(s) + _unpredicted(s)
+
+
+def _unpredicted(s: SweepSetting) -> List[str]:
+    if not s.time_not_predicted:
+        return []
+    return ["", "Skipped and out-of-memory cells get no predicted time here: the measured times are upper bounds "
+            "(the machine was oversubscribed), and a cost model fitted on upper bounds bounds nothing. Their memory, "
+            "which load does not change, is still predicted where the measured cells allow."]
+
+
+def _loadavg_text(s: SweepSetting) -> List[str]:
     if s.loads is None:
-        return lines
+        return []
     low, high = s.loads
     on = f" on {s.cores} logical cores" if s.cores else ""
     text = (f"Machine load: the 1-minute load average read after each cell was "
@@ -65,7 +77,7 @@ def _load_text(s: SweepSetting) -> List[str]:
     if s.cores and high > s.cores + 0.5:
         text += (" **Above the core count: other processes competed for the CPU, "
                  "so read these times as upper bounds.**")
-    return lines + ["", text]
+    return ["", text]
 
 
 def _noise_text(s: SweepSetting) -> List[str]:
@@ -183,7 +195,7 @@ def _setting_section(model: SweepModel, s: SweepSetting, n_measured: int, headin
 
 
 def _held_out_lines(s: SweepSetting, heading: str) -> List[str]:
-    if "time_s" not in s.held_out:
+    if not s.held_out:
         return []
     table = []
     for figure, name in (("time_s", "batch time"), ("batch_memory_bytes", "memory a batch adds"),

@@ -25,7 +25,7 @@ from sbprof.record.codec import Codec
 MODEL_KEYS = ("source", "type", "overrides")
 STREAMING_KEYS = ("chunk_sizes", "left_context_chunks", "streams", "audio", "audio_s", "max_backlog_s", "traffic",
                   "alignment")
-CAPACITY_KEYS = ("chunk_size", "left_context_chunks", "max_streams", "p99_delay_ms")
+CAPACITY_KEYS = ("chunk_size", "left_context_chunks", "max_streams", "p99_delay_ms", "boundary_probes")
 TRAFFIC = ("spread", "poisson", "aligned")
 """``streaming.traffic``: how sessions are laid out in time (:mod:`sbprof.stream.session`)."""
 SCHEMA: Dict[str, Any] = {**PREAMBLE, "model": {k: None for k in MODEL_KEYS},
@@ -35,6 +35,7 @@ DEFAULTS = Defaults(warmup=2, measured=1, output_folder="results/stream", repeat
 """``warmup``: unmeasured chunks on a throw-away stream before each cell; ``measured``: passes over the utterance."""
 CHUNK_METHOD = "transcribe_chunk"
 DEFAULT_MAX_STREAMS = 64
+DEFAULT_BOUNDARY_PROBES = 3
 DEFAULT_MAX_BACKLOG_S = 2.0
 
 
@@ -62,12 +63,14 @@ class Streaming:
 class Capacity:
     """The capacity search (``capacity`` in the YAML): per chunk size and left context (each a number or a list:
     one search per pair), the largest stream count up to ``max_streams`` whose p99 delay stays within
-    ``p99_delay_ms`` (``None``: one chunk duration) and does not grow along the utterance."""
+    ``p99_delay_ms`` (``None``: one chunk duration) and does not grow along the utterance; each count at the
+    boundary probed ``boundary_probes`` times in all (1: once, no range)."""
 
     chunk_size: Tuple[int, ...]
     left_context_chunks: Tuple[int, ...]
     max_streams: int = DEFAULT_MAX_STREAMS
     p99_delay_ms: Optional[float] = None
+    boundary_probes: int = DEFAULT_BOUNDARY_PROBES
 
 
 @dataclass(frozen=True)
@@ -177,7 +180,7 @@ def _capacity(tree: Any, file: str, streaming: Streaming) -> Optional[Capacity]:
         return None
     if not isinstance(tree, Mapping):
         raise ConfigError(f"{file}: capacity must be null or a mapping with chunk_size, left_context_chunks, "
-                          f"max_streams, p99_delay_ms; got {tree!r}")
+                          f"max_streams, p99_delay_ms, boundary_probes; got {tree!r}")
     chunks = tree.get("chunk_size", streaming.chunk_sizes[0])
     chunks = check_list(chunks if isinstance(chunks, (list, tuple)) else [chunks], "capacity.chunk_size",
                         integers=True, where=file)
@@ -189,7 +192,9 @@ def _capacity(tree: Any, file: str, streaming: Streaming) -> Optional[Capacity]:
                           f"of milliseconds, got {target!r}")
     return Capacity(chunk_size=tuple(chunks), left_context_chunks=lefts,
                     max_streams=check_int(tree.get("max_streams", DEFAULT_MAX_STREAMS), "capacity.max_streams", 1,
-                                          file), p99_delay_ms=None if target is None else float(target))
+                                          file), p99_delay_ms=None if target is None else float(target),
+                    boundary_probes=check_int(tree.get("boundary_probes", DEFAULT_BOUNDARY_PROBES),
+                                              "capacity.boundary_probes", 1, file))
 
 
 def load_config(path: Union[str, Path], overrides: Optional[Mapping[str, Any]] = None,

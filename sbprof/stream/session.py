@@ -47,6 +47,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from sbprof.measuring.counters import core_wait
+
 TRAFFIC = ("spread", "poisson", "aligned")
 """The session layouts :func:`schedule` knows (see the module docstring)."""
 
@@ -136,7 +138,16 @@ def schedule(n_samples: int, chunk_samples: int, flush_chunks: int, streams: int
 
 @dataclass
 class Served:
-    """What one session recorded, one entry per chunk in processing order (times in seconds after the start)."""
+    """What one session recorded, one entry per chunk in processing order (times in seconds after the start).
+
+    ``cpu_s``: the process's CPU time during the call (every thread); ``thread_cpu_s``: the serving thread's own
+    (the call's wall time minus it is the time that thread was off a core: waiting for one, or blocked);
+    ``memory_bytes``: the CUDA allocator's allocation after the call (``None`` on a CPU, whose memory is read once
+    per session as its peak: a ``/proc`` read costs tens of µs after a call). Per session: ``state_bytes`` (the
+    storages its context's tensors keep alive) and ``state_view_bytes`` (the elements those tensors address),
+    ``core_wait_s``, how long the serving thread waited for a core over the whole session (``None`` where the
+    system does not say), and ``unserved`` chunks.
+    """
 
     stream: List[int] = field(default_factory=list)
     index: List[int] = field(default_factory=list)
@@ -145,16 +156,18 @@ class Served:
     start_s: List[float] = field(default_factory=list)
     end_s: List[float] = field(default_factory=list)
     cpu_s: List[Optional[float]] = field(default_factory=list)
-    waited_s: List[Optional[float]] = field(default_factory=list)
+    thread_cpu_s: List[Optional[float]] = field(default_factory=list)
     tokens: List[Optional[int]] = field(default_factory=list)
     memory_bytes: List[Optional[int]] = field(default_factory=list)
     encode_s: List[Optional[float]] = field(default_factory=list)
     decode_s: List[Optional[float]] = field(default_factory=list)
     texts: Dict[int, str] = field(default_factory=dict)
     state_bytes: Dict[int, int] = field(default_factory=dict)
+    state_view_bytes: Dict[int, int] = field(default_factory=dict)
+    core_wait_s: Optional[float] = None
     unserved: int = 0
 
-    COLUMNS = ("stream", "index", "samples", "arrival_s", "start_s", "end_s", "cpu_s", "waited_s", "tokens",
+    COLUMNS = ("stream", "index", "samples", "arrival_s", "start_s", "end_s", "cpu_s", "thread_cpu_s", "tokens",
                "memory_bytes", "encode_s", "decode_s")
 
     @property
@@ -167,33 +180,32 @@ class Served:
         return {k: getattr(self, k) for k in self.COLUMNS}
 
 
-def _runqueue_s() -> Optional[float]:
-    """Seconds this thread has waited for a core since it started (``/proc/thread-self/schedstat``), or ``None``."""
-    try:
-        with open("/proc/thread-self/schedstat") as f:
-            return int(f.read().split()[1]) / 1e9
-    except (OSError, ValueError, IndexError):
-        return None
+State = Optional[Tuple[int, int]]
+"""What ``close`` gives for a session: (bytes of storage its context keeps alive, bytes its tensors address)."""
 
 
 def serve(chunks: List[Chunk], transcribe: Callable[[int, int, int], Any], *, max_backlog_s: Optional[float] = None,
           tokens: Callable[[], Optional[int]] = lambda: None, memory: Callable[[], Optional[int]] = lambda: None,
-          close: Callable[[int], Optional[int]] = lambda stream: None,
+          close: Callable[[int], State] = lambda stream: None,
           stages: Callable[[], Tuple[Optional[float], Optional[float]]] = lambda: (None, None),
           clock: Callable[[], float] = time.perf_counter, sleep: Callable[[float], None] = time.sleep) -> Served:
     """Run the server loop over ``chunks`` (from :func:`schedule`) in real time.
 
     ``transcribe(stream, first, length)`` feeds one chunk to its session's
     context and returns the text it emitted (``length`` 0: a flush chunk); it
-    is the only thing inside the clock. ``tokens()`` and ``memory()`` are read
-    right after each call (the tokens the call emitted, memory in use), and so
-    is ``stages()``: the seconds the call spent encoding and decoding
-    (``None`` where the model does not split them); beside each call, the
-    process's CPU time and the time this thread waited for a core (``None``
-    where the system does not say). ``close(stream)`` is called after a
-    session's last chunk (outside the clock): the bytes of state it held, or
-    ``None``. The session stops before a chunk that has waited more than
-    ``max_backlog_s``.
+    is the only thing inside the clock. ``tokens()``, ``memory()`` and
+    ``stages()`` are read right after each call (the tokens the call emitted;
+    memory in use, or ``None``; the seconds it spent encoding and decoding,
+    ``None`` where the model does not split them); beside each call, the
+    process's and the serving thread's CPU time. ``close(stream)`` is called
+    after a session's last chunk (outside the clock): the bytes of state it
+    held (see :data:`State`), or ``None``. The session stops before a chunk
+    that has waited more than ``max_backlog_s``.
+
+    Between two calls the loop reads two CPU clocks and appends one row (no
+    ``/proc`` file: the first one read after a model's call costs about 35 µs
+    here): what it spends there is busy time a real server would not spend,
+    measured against an outside loop by ``benchmarks/stream_overhead.py``.
 
     Example
     -------
@@ -201,8 +213,23 @@ def serve(chunks: List[Chunk], transcribe: Callable[[int, int, int], Any], *, ma
     >>> served.texts, [round(a, 3) for a in served.arrival_s], all(s >= a for s, a in zip(served.start_s, served.arrival_s))
     ({0: 'aa'}, [0.1, 0.2], True)
     """
+    with core_wait() as waited:  # opened in the serving thread: its wait for a core, read at both ends only
+        before = waited.read()
+        out = _serve(chunks, transcribe, max_backlog_s, tokens, memory, close, stages, clock, sleep)
+        after = waited.read()
+    out.core_wait_s = None if before is None or after is None else after - before
+    return out
+
+
+def _serve(chunks: List[Chunk], transcribe: Callable[[int, int, int], Any], max_backlog_s: Optional[float],
+           tokens: Callable[[], Optional[int]], memory: Callable[[], Optional[int]], close: Callable[[int], State],
+           stages: Callable[[], Tuple[Optional[float], Optional[float]]], clock: Callable[[], float],
+           sleep: Callable[[float], None]) -> Served:
+    """:func:`serve`'s loop: one row per chunk, turned into columns once the session is over."""
     last: Dict[int, int] = {c.stream: i for i, c in enumerate(chunks)}
     out = Served()
+    rows: List[Tuple[Any, ...]] = []
+    process, thread = time.process_time, time.thread_time
     start = clock()
     for done, chunk in enumerate(chunks):
         wait = start + chunk.arrival_s - clock()
@@ -211,27 +238,22 @@ def serve(chunks: List[Chunk], transcribe: Callable[[int, int, int], Any], *, ma
             break
         if wait > 0:
             sleep(wait)
-        queue0, cpu0 = _runqueue_s(), time.process_time()
+        cpu0, own0 = process(), thread()
         t0 = clock()
         text = transcribe(chunk.stream, chunk.first, chunk.length)
         t1 = clock()
-        cpu1, queue1 = time.process_time(), _runqueue_s()
-        out.stream.append(chunk.stream)
-        out.index.append(chunk.index)
-        out.samples.append(chunk.length)
-        out.arrival_s.append(chunk.arrival_s)
-        out.start_s.append(t0 - start)
-        out.end_s.append(t1 - start)
-        out.cpu_s.append(cpu1 - cpu0)
-        out.waited_s.append(None if queue0 is None or queue1 is None else queue1 - queue0)
-        out.tokens.append(tokens())
-        out.memory_bytes.append(memory())
-        encode, decode = stages()
-        out.encode_s.append(encode)
-        out.decode_s.append(decode)
-        out.texts[chunk.stream] = out.texts.get(chunk.stream, "") + (text or "")
+        own1, cpu1 = thread(), process()
+        rows.append((chunk, t0 - start, t1 - start, cpu1 - cpu0, own1 - own0, tokens(), memory(), stages()))
+        if text:
+            out.texts[chunk.stream] = out.texts.get(chunk.stream, "") + text
         if last[chunk.stream] == done:
             state = close(chunk.stream)
             if state is not None:
-                out.state_bytes[chunk.stream] = state
+                out.state_bytes[chunk.stream], out.state_view_bytes[chunk.stream] = state
+    for chunk, t0, t1, cpu, own, emitted, used, (encode, decode) in rows:
+        for name, value in (("stream", chunk.stream), ("index", chunk.index), ("samples", chunk.length),
+                            ("arrival_s", chunk.arrival_s), ("start_s", t0), ("end_s", t1), ("cpu_s", cpu),
+                            ("thread_cpu_s", own), ("tokens", emitted), ("memory_bytes", used),
+                            ("encode_s", encode), ("decode_s", decode)):
+            getattr(out, name).append(value)
     return out

@@ -10,13 +10,15 @@ cell's ``kind``:
   sessions of ``streams`` live streams (:mod:`sbprof.stream.session`): every
   chunk's compute time (outside clock around ``transcribe_chunk``), its
   ``encode_chunk`` and ``decode_chunk`` times (:class:`StageTimer`), arrival,
-  output, tokens and memory, and the process's memory peak over the session;
+  output, CPU times, tokens (and memory on CUDA), each session's state and its
+  thread's wait for a core, and the process's memory peak over the cell;
 - ``offline``: the whole utterance in one ``transcribe_chunk`` call (one chunk
   spanning it: full attention, as an offline transcription), for its RTFx;
-- ``capacity``: sessions of more and more streams, bisected
-  (:mod:`sbprof.stream.capacity`) on the delay criterion
-  (:func:`sbprof.analysis.stream_criterion.within_target`), each probe's per-chunk
-  columns kept.
+- ``capacity``: sessions of more and more streams, bisected, then the counts
+  at the boundary probed again (:mod:`sbprof.stream.capacity`), on the delay
+  criterion (:func:`sbprof.analysis.stream_criterion.within_target`), each
+  probe's per-chunk columns kept with its memory peak and its thread's wait
+  for a core.
 """
 from __future__ import annotations
 
@@ -27,18 +29,18 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
-from sbprof.analysis.stream_criterion import capacity_estimate, within_target
+from sbprof.analysis.stream_criterion import capacity_estimate, capacity_range, within_target
 from sbprof.models.audio import load_example, make_batch
 from sbprof.measuring.env import collect_env, load_average
-from sbprof.base.errors import ConfigError
+from sbprof.base.errors import BackendUnavailable, ConfigError
 from sbprof.measuring.memory import CpuPeak, CudaPeak, release_memory
 from sbprof.models.source import LoadedModel
-from sbprof.models.streaming import (UNLIMITED, check_allowed, check_streaming_model, chunk_samples, context_bytes,
+from sbprof.models.streaming import (UNLIMITED, check_allowed, check_streaming_model, chunk_samples, context_state,
                                      final_chunks, right_context_samples, trained_ranges)
 from sbprof.record import Cell, Measurement, MemoryPeak
-from sbprof.stream.capacity import capacity, next_probe
+from sbprof.stream.capacity import next_probe
 from sbprof.stream.config import StreamConfig
-from sbprof.stream.session import Served, schedule, serve
+from sbprof.stream.session import Served, State, schedule, serve
 from sbprof.measuring.timing import measure
 from sbprof.workers.cells import CellWorker, SetupError, serve_cells
 from sbprof.workers.protocol import one_line
@@ -90,8 +92,9 @@ class StageTimer:
     ``take()`` gives the last call's ``(encode_s, decode_s)``; ``None`` for a stage the model does not call."""
 
     def __init__(self, model: Any, sync: Callable[[], None] = lambda: None):
-        self.last: Dict[str, Optional[float]] = {"encode_chunk": None, "decode_chunk": None}
-        for name in self.last:
+        self.encode_chunk: Optional[float] = None
+        self.decode_chunk: Optional[float] = None
+        for name in ("encode_chunk", "decode_chunk"):
             original = getattr(model, name, None)
             if callable(original):
                 setattr(model, name, self._timed(name, original, sync))
@@ -101,14 +104,14 @@ class StageTimer:
             t0 = time.perf_counter()
             out = original(*args, **kwargs)
             sync()
-            self.last[name] = time.perf_counter() - t0
+            setattr(self, name, time.perf_counter() - t0)
             return out
 
         return timed
 
     def take(self) -> Tuple[Optional[float], Optional[float]]:
-        value = (self.last["encode_chunk"], self.last["decode_chunk"])
-        self.last = {name: None for name in self.last}
+        value = (self.encode_chunk, self.decode_chunk)
+        self.encode_chunk = self.decode_chunk = None
         return value
 
 
@@ -183,10 +186,11 @@ class StreamWorker(CellWorker):
         return DynChunkTrainConfig(chunk_size, per_stream if left == UNLIMITED else left), samples, flush
 
     def feeder(self, config: Any, samples: int, sessions: Any) -> Tuple[Callable[[int, int, int], str],
-                                                                          Callable[[int], Optional[int]]]:
+                                                                          Callable[[int], State]]:
         """``transcribe(stream, first, length)`` and ``close(stream)`` for :func:`~sbprof.stream.session.serve`:
         inputs and one streaming context per session made before (outside the clock); ``close`` measures the bytes
-        of a session's context and lets it go."""
+        of a session's context (held and addressed: :func:`~sbprof.models.streaming.context_state`) and lets it
+        go."""
         wav = self.wav.to(self.device)
         zeros = torch.zeros(1, samples, device=self.device)
         pieces = {(first, min(samples, wav.shape[0] - first)): wav[first:first + samples].unsqueeze(0)
@@ -200,9 +204,9 @@ class StreamWorker(CellWorker):
                 torch.cuda.synchronize(self.device)
             return words[0]
 
-        def close(stream: int) -> Optional[int]:
+        def close(stream: int) -> Optional[Tuple[int, int]]:
             context = contexts.pop(stream, None)
-            return None if context is None else context_bytes(context)
+            return None if context is None else context_state(context)
 
         return transcribe, close
 
@@ -220,7 +224,10 @@ class StreamWorker(CellWorker):
     def session(self, chunk_size: int, left: int, streams: int, passes: int) -> Tuple[Served, int, int]:
         """``passes`` real-time sessions of ``streams`` streams (each pass's streams numbered after the last)."""
         config, samples, flush = self.dyn_config(chunk_size, left)
-        memory = self.memory_reader()
+        # After each chunk, the CUDA allocator's allocation (no system call); on a CPU the session's peak is read
+        # around it instead (a /proc read after each call would cost the server tens of µs a chunk).
+        memory = ((lambda: torch.cuda.memory_allocated(self.device)) if self.device.startswith("cuda")
+                  else lambda: None)
         total = Served()
         offset = 0
         for p in range(passes):
@@ -235,17 +242,11 @@ class StreamWorker(CellWorker):
                 getattr(total, name).extend(v + offset if name == "stream" else v for v in values)
             total.texts.update({k + offset: v for k, v in served.texts.items()})
             total.state_bytes.update({k + offset: v for k, v in served.state_bytes.items()})
+            total.state_view_bytes.update({k + offset: v for k, v in served.state_view_bytes.items()})
+            if served.core_wait_s is not None:
+                total.core_wait_s = (total.core_wait_s or 0.0) + served.core_wait_s
             offset += len(sessions)
         return total, samples, flush
-
-    def memory_reader(self) -> Callable[[], int]:
-        """Memory in use after a chunk: the process's resident set (CPU) or the CUDA allocator's allocation."""
-        if self.device.startswith("cuda"):
-            return lambda: torch.cuda.memory_allocated(self.device)
-        import psutil
-
-        process = psutil.Process()
-        return lambda: process.memory_info().rss
 
     # -- the three kinds of item ---------------------------------------------------------------------------------
 
@@ -274,6 +275,8 @@ class StreamWorker(CellWorker):
                    "unserved_chunks": served.unserved, "max_backlog_s": self.cfg.streaming.max_backlog_s,
                    "traffic": self.cfg.streaming.traffic, "speech_onset_s": self.onset_s,
                    "state_bytes": {str(k): v for k, v in served.state_bytes.items()},
+                   "state_view_bytes": {str(k): v for k, v in served.state_view_bytes.items()},
+                   "core_wait_s": served.core_wait_s,
                    "reference_ends_s": (None if self.cfg.streaming.alignment is None
                                         else list(self.cfg.streaming.alignment)),
                    "transcript": served.texts.get(0, "")})
@@ -294,26 +297,50 @@ class StreamWorker(CellWorker):
         m.settings = self.settings(item, chunk_frames=frames)
         return m
 
+    def probe_tracker(self) -> Optional[Any]:
+        """A probe's memory peak: the CUDA allocator's, or the process's from the kernel's high-water mark, reset
+        before it; ``None`` where the kernel cannot reset it (a sampling thread would compete with the server)."""
+        if self.device.startswith("cuda"):
+            return CudaPeak(self.device)
+        try:
+            return CpuPeak("clear_refs")
+        except BackendUnavailable:
+            return None
+
+    def probe(self, p: Dict[str, Any], streams: int) -> Tuple[Served, Dict[str, Any]]:
+        """One capacity probe of ``streams`` streams: its session, and what the record keeps of it."""
+        self.warm(p["chunk_size"], p["left_context_chunks"])
+        tracker = self.probe_tracker()
+        if tracker is not None:
+            tracker.start()  # hands freed memory back first: each probe's peak starts from the same floor
+        served, _, _ = self.session(p["chunk_size"], p["left_context_chunks"], streams, 1)
+        peak = tracker.stop() if tracker is not None else (None, None)
+        return served, {"streams": streams, "unserved_chunks": served.unserved, "chunks": served.columns(),
+                        "peak_bytes": peak[0], "peak_delta_bytes": peak[1], "core_wait_s": served.core_wait_s}
+
     def search(self, cell: Cell, item: Dict[str, Any]) -> Measurement:
         p = cell.params
-        verdicts: Dict[int, bool] = {}
+        outcomes: Dict[int, List[bool]] = {}
         probes: List[Dict[str, Any]] = []
         estimate: Optional[int] = None
         samples = chunk_samples(self.asr, p["chunk_size"])
         target_s = p["p99_delay_ms"] / 1e3 if p.get("p99_delay_ms") else samples / self.rate
         states: Dict[str, int] = {}
+        views: Dict[str, int] = {}
         while True:
-            n = next_probe(verdicts, estimate, p["max_streams"])
+            # How often each count at the boundary is probed is the config's, not the cell's: a folder measured
+            # before it existed resumes without measuring its searches again.
+            n = next_probe(outcomes, estimate, p["max_streams"], self.cfg.capacity.boundary_probes)
             if n is None:
                 break
-            self.warm(p["chunk_size"], p["left_context_chunks"])
-            served, _, _ = self.session(p["chunk_size"], p["left_context_chunks"], n, 1)
-            columns = served.columns()
-            verdicts[n] = within_target(columns, target_s, served.unserved).passed
-            estimate = capacity_estimate(columns, n)
-            probes.append({"streams": n, "unserved_chunks": served.unserved, "chunks": columns})
-            states.update({f"{n}:{k}": v for k, v in served.state_bytes.items()})
-        found = capacity(verdicts)
+            served, record = self.probe(p, n)
+            outcomes.setdefault(n, []).append(within_target(record["chunks"], target_s, served.unserved).passed)
+            estimate = capacity_estimate(record["chunks"], n)
+            probes.append(record)
+            key = f"{n}:{len(outcomes[n]) - 1}:"  # count, its probe, session
+            states.update({key + str(k): v for k, v in served.state_bytes.items()})
+            views.update({key + str(k): v for k, v in served.state_view_bytes.items()})
+        found = capacity_range(outcomes)[0]
         best = next(pr for pr in probes if pr["streams"] == (found or 1))
         cols = best["chunks"]
         return Measurement(label=item["label"], cell=cell, warmup=self.cfg.preamble.warmup,
@@ -321,7 +348,7 @@ class StreamWorker(CellWorker):
                            settings=self.settings(item), env=collect_env(),
                            extra={"probes": probes, "capacity": found, "chunk_samples": samples,
                                   "sample_rate": self.rate, "target_s": target_s, "state_bytes": states,
-                                  "traffic": self.cfg.streaming.traffic})
+                                  "state_view_bytes": views, "traffic": self.cfg.streaming.traffic})
 
     def release(self) -> None:
         release_memory(self.device)

@@ -31,14 +31,17 @@ from sbprof.sweep.config import load_config
 SETTINGS = {"interface": "EncoderASR", "method": "transcribe_batch", "example_audio": None, "seed": 1234}
 
 
-def record(audio_s, batch, rtf=None, threads=1, status="ok", run=0, peak=None, cores=16):
-    """A hand-made sweep record whose four batches run at exactly ``rtf``."""
+def record(audio_s, batch, rtf=None, threads=1, status="ok", run=0, peak=None, cores=16, others=None):
+    """A hand-made sweep record whose four batches run at exactly ``rtf``; ``others``: the cores other processes
+    kept busy while it was timed."""
     wall = [] if rtf is None else [rtf * audio_s * batch] * 4
+    load = {} if others is None else {"others_cpu_s": others * sum(wall), "window_s": sum(wall)}
     return Measurement(label="c", status=status, warmup=1, wall_s=wall, cpu_s=wall,
                        cell=Cell(model="m", device="cpu", threads=threads, audio_s=audio_s, batch_size=batch,
                                  input="random:seed=1234", run=run),
                        audio_seconds=float(audio_s * batch), settings=dict(SETTINGS), env=Env(cpu_count=cores),
-                       memory=None if peak is None else MemoryPeak(peak_rss_bytes=peak, peak_rss_delta_bytes=peak))
+                       memory=None if peak is None else MemoryPeak(peak_rss_bytes=peak, peak_rss_delta_bytes=peak),
+                       extra=load)
 
 
 def reference(threads, run, wall):
@@ -94,14 +97,59 @@ def test_a_difference_under_the_noise_floor_is_not_decided_and_the_reason_names_
     assert "threads" in rules(limits_of(two_thread_settings(1 / 1.02), calm))
 
 
-def test_an_oversubscribed_setting_draws_no_timing_verdict():
+def test_an_oversubscribed_setting_draws_no_verdict_that_needs_its_true_times():
     # 4 threads on 2 cores.
     records = [record(a, b, 0.1, threads=1, cores=2) for a, b in GRID] + [
         record(a, b, 0.2, threads=4, cores=2) for a, b in GRID]
     limits = limits_of(records)
     assert "threads" not in rules(limits)
-    assert any(u.startswith("cpu, 4 threads: oversubscribed") for u in limits.undecided)
+    assert ("cpu, 4 threads: oversubscribed, its times are upper bounds: only an RTF below 1 decides; no verdict "
+            "that needs the true times") in limits.undecided
+    v, = [v for v in limits.verdicts if v.rule == "real-time" and v.sentence.startswith("cpu, 4 threads")]
+    assert "RTF at most 0.2: measured while the setting was oversubscribed, an upper bound" in v.sentence
     assert any(u.startswith("threads on cpu: a setting is oversubscribed") for u in limits.undecided)
+
+
+# --- real time on a crowded machine (issue 39): an upper bound below 1 proves real-time -----------------------------
+
+CROWDED = 1.5  # cores other processes kept busy: with the worker's 1 thread, more than the machine's 2
+
+
+def crowded(rtfs, others=CROWDED):
+    return [record(a, b, r, cores=2, others=others) for (a, b), r in rtfs.items()]
+
+
+def test_on_an_oversubscribed_setting_an_rtf_below_1_still_proves_real_time():
+    fast = {(1, 1): 0.1, (1, 2): 0.2, (2, 1): 0.3, (2, 2): 0.6}
+    summary = analyse(Results("profile", rules={"measured": 4}, records=crowded(fast)))
+    assert summary.models[0].settings[0].oversubscribed  # 1 thread + 1.5 cores of others > 2 cores
+    v, = [v for v in summary.limits.verdicts if v.rule == "real-time"]
+    assert v.sentence == ("cpu, 1 thread stays real-time in every measured cell, up to 2 s x batch 2 (RTF at most "
+                          "0.6: measured while the setting was oversubscribed, an upper bound).")
+    assert v.figures[0].name == "RTF at 2 s x batch 2 (upper bound)" and v.figures[0].value == pytest.approx(0.6)
+    assert "cpu, 1 thread: oversubscribed" in " ".join(summary.limits.undecided)
+    # The same cells with the machine to itself: the ordinary verdict.
+    calm = limits_of(crowded(fast, others=0.2))
+    assert [v.sentence for v in calm.verdicts if v.rule == "real-time"] == [
+        "cpu, 1 thread stays real-time in every measured cell, up to 2 s x batch 2 (RTF 0.6)."]
+
+
+def test_on_an_oversubscribed_setting_an_rtf_at_or_above_1_decides_nothing():
+    mixed = {(1, 1): 0.5, (1, 2): 0.8, (2, 1): 1.2, (2, 2): 1.5}
+    limits = limits_of(crowded(mixed))
+    v, = [v for v in limits.verdicts if v.rule == "real-time"]
+    # What the upper bounds prove, up to the first cell whose bound is not below 1; not "is not real-time from".
+    assert v.sentence == ("cpu, 1 thread stays real-time up to 1 s x batch 2 (RTF at most 0.8: measured while the "
+                          "setting was oversubscribed, an upper bound).")
+    assert ("cpu, 1 thread: real-time from 2 s x batch 1 on not decided: its RTF (1.2), measured while the setting "
+            "was oversubscribed, is an upper bound; the true value may lie below 1") in limits.undecided
+    # Every bound at or above 1: no verdict at all, and why.
+    slow = limits_of(crowded({k: r + 1 for k, r in mixed.items()}))
+    assert "real-time" not in rules(slow)
+    assert any(u.startswith("cpu, 1 thread: real-time from 1 s x batch 1 on not decided") for u in slow.undecided)
+    # The same slow cells on a calm machine: not real-time, decided.
+    assert [v.sentence for v in limits_of(crowded(mixed, others=0.2)).verdicts if v.rule == "real-time"] == [
+        "cpu, 1 thread is not real-time from 2 s x batch 1 (RTF 1.2); the largest real-time cell is 1 s x batch 2."]
 
 
 # --- memory and real time ---------------------------------------------------------------------------------------

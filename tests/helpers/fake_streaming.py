@@ -10,8 +10,12 @@ through ``from_hparams``, as the stream job loads any model. The k-th
 ``time.thread_time`` for ``encode_cpu_s`` seconds of this thread's CPU, then
 ``decode_chunk``, which spins ``decode_cpu_s`` seconds of CPU and emits one
 token (a CPU spin cannot end early; under load it only lasts longer); a chunk of ``chunk_size`` frames holds
-``frame_samples * chunk_size`` samples. Its context holds one float32 tensor of
-``state_floats`` values (``4 x state_floats`` bytes of state per stream).
+``frame_samples * chunk_size`` samples. From its first chunk on (as a real
+model's caches), its context holds one float32 tensor of ``state_floats``
+values, written (``4 x state_floats`` bytes of state per stream); with
+``state_view``, that tensor is the first half of a buffer twice its size (the
+stream holds ``8 x state_floats`` bytes, addresses half of them), as a cache
+sliced out of a larger tensor.
 With ``final_chunks`` set, a feature extractor states how many zero chunks
 flush a stream (1 without one, as for a model with look-ahead).
 """
@@ -43,13 +47,13 @@ class FakeExtractor:
 def write_fake_model(folder: Path, compute_s: float, frame_samples: int = 160, trained: Optional[str] = None,
                      pattern: Optional[Sequence[float]] = None, state_floats: int = 0,
                      final_chunks: Optional[int] = None, encode_cpu_s: float = 0.0,
-                     decode_cpu_s: float = 0.0) -> Path:
+                     decode_cpu_s: float = 0.0, state_view: bool = False) -> Path:
     """A folder ``from_hparams`` loads as :class:`FakeStreamingASR`; ``trained`` adds a
     ``dynchunktrain_config_sampler`` with these ``key: value`` pairs (the ranges the model states)."""
     folder.mkdir(parents=True, exist_ok=True)
     lines = [f"sample_rate: {RATE}", f"compute_s: {compute_s}", f"frame_samples: {frame_samples}",
              f"pattern: {list(pattern or [1.0])}", f"state_floats: {state_floats}", f"encode_cpu_s: {encode_cpu_s}",
-             f"decode_cpu_s: {decode_cpu_s}", "modules: {}",
+             f"decode_cpu_s: {decode_cpu_s}", f"state_view: {state_view}", "modules: {}",
              "pretrainer: !new:speechbrain.utils.parameter_transfer.Pretrainer", "    loadables: {}"]
     if final_chunks is not None:
         lines += ["fea_streaming_extractor: !new:helpers.fake_streaming.FakeExtractor",
@@ -81,9 +85,12 @@ class FakeStreamingASR(Pretrained):
         return self.hparams.frame_samples * config.chunk_size
 
     def make_streaming_context(self, config: Any) -> Dict[str, Any]:
-        return {"config": config, "chunks": 0, "cache": torch.zeros(int(self.hparams.state_floats))}
+        return {"config": config, "chunks": 0, "cache": None}
 
     def encode_chunk(self, context: Dict[str, Any], chunk: torch.Tensor, chunk_len: Any = None) -> torch.Tensor:
+        if context["cache"] is None:
+            n = int(self.hparams.state_floats)
+            context["cache"] = torch.full((2 * n,), 1.0)[:n] if self.hparams.state_view else torch.full((n,), 1.0)
         pattern = self.hparams.pattern
         spin(self.hparams.compute_s * pattern[context["chunks"] % len(pattern)])
         cpu_spin(self.hparams.encode_cpu_s)
