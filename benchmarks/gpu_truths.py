@@ -26,7 +26,7 @@ import math
 import os
 import statistics
 from dataclasses import asdict, dataclass
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 FIGURES_ENV = "SBPROF_GPU_FIGURES"
 """The environment variable naming the JSON-lines file each checked figure is appended to."""
@@ -236,16 +236,18 @@ def simulated_streams(service_s: Sequence[float], chunk_s: float, target_s: floa
     return best
 
 
-def largest_fitting(sizes: Sequence[float], bytes_per_size: float, cap_bytes: float) -> Optional[float]:
-    """The largest size whose known allocation (``bytes_per_size x size``) stays under ``cap_bytes``.
+def largest_fitting(cells: Sequence[Tuple[float, int]], gb_per_audio_s: float,
+                    cap_gb: float) -> Optional[Tuple[float, int]]:
+    """The largest cell ``(seconds, batch size)`` whose known allocation (``gb_per_audio_s`` per second of audio in
+    the batch) stays under ``cap_gb``; the largest is the one with the most audio in its batch, then the longest.
 
     Example
     -------
-    >>> largest_fitting([1, 2, 4, 8, 16], 0.5e9, 3e9)
-    4
+    >>> largest_fitting([(1, 1), (2, 1), (4, 1), (8, 1), (1, 2), (2, 2), (4, 2)], 0.5, 3.0)
+    (4, 1)
     """
-    fits = [s for s in sizes if s * bytes_per_size < cap_bytes]
-    return max(fits) if fits else None
+    fits = [c for c in cells if c[0] * c[1] * gb_per_audio_s < cap_gb]
+    return max(fits, key=lambda c: (c[0] * c[1], c[0])) if fits else None
 
 
 def record(figure: Figure) -> Figure:

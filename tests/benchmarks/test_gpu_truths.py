@@ -74,8 +74,10 @@ def test_the_simulated_queue_gives_the_hand_computed_capacity():
 
 
 def test_the_largest_fitting_cell_of_a_known_allocation():
-    assert largest_fitting([1, 2, 4, 8, 16], 0.5e9, 3e9) == 4
-    assert largest_fitting([8, 16], 0.5e9, 3e9) is None
+    grid = [(s, b) for s in (1, 2, 4, 8) for b in (1, 2)]
+    assert largest_fitting(grid, 0.5, 3.0) == (4, 1)  # 2 GB; (2, 2) holds as much audio, but shorter
+    assert largest_fitting(grid, 0.5, 8.5) == (8, 2)
+    assert largest_fitting([(8, 1), (16, 1)], 0.5, 3.0) is None
 
 
 def test_check_records_each_figure_as_a_json_line_and_fails_with_its_row(tmp_path, monkeypatch):
