@@ -30,6 +30,8 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 FIGURES_ENV = "SBPROF_GPU_FIGURES"
 """The environment variable naming the JSON-lines file each checked figure is appended to."""
+REPORTS_ENV = "SBPROF_GPU_REPORTS"
+"""The environment variable naming the folder where tests keep the reports their jobs wrote on the GPU."""
 
 COLUMNS = ("figure", "sbprof", "outside reference", "agreement", "holds?")
 
@@ -259,6 +261,15 @@ def record(figure: Figure) -> Figure:
         with open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps(data) + "\n")
     return figure
+
+
+def keep_report(name: str, path: os.PathLike) -> None:
+    """Keep a report a job wrote (``$SBPROF_GPU_REPORTS/<name>.md``, when set): the GPU check brings them back as
+    the docs' GPU excerpts."""
+    folder = os.environ.get(REPORTS_ENV)
+    if folder and os.path.exists(path):
+        with open(path, encoding="utf-8") as src, open(os.path.join(folder, f"{name}.md"), "w", encoding="utf-8") as dst:
+            dst.write(src.read())
 
 
 def check(figure: Figure) -> None:

@@ -2,20 +2,25 @@
 
 - :func:`event_seconds`: a call timed by CUDA events the test records itself
   (on the current stream, the device synchronised at the end);
-- :func:`gpu_sleep`: one kernel that keeps the GPU busy for about a given time
-  (``torch.cuda._sleep`` spins a number of GPU clock cycles; the cycles per
-  second are calibrated once per process against CUDA events, so the time is
-  approximate, and every test compares with its own events, never with the
-  nominal time);
-- :func:`warm_cuda`: cuBLAS's first product creates its handle on the host
-  (tens of milliseconds, seen on an H200): done before anything is timed.
+- :func:`gpu_busy_for`: the GPU kept busy until a wall-clock deadline, with
+  short kernels (``torch.cuda._sleep`` spins GPU clock cycles) launched and
+  awaited one after the other: a known time, whatever the GPU's clock (an H200
+  here idled at 345 MHz and ran at 1980 MHz, so a number of cycles is no
+  known time). Every test still compares with its own events, never with the
+  nominal time;
+- :func:`warm_cuda`: the CUDA context, cuBLAS's handle (its first product
+  creates it on the host, tens of milliseconds, seen on an H200) and the
+  GPU's clock brought up by a moment of products, before anything is timed.
 """
 from __future__ import annotations
 
-import functools
+import time
 from typing import Any, Callable, Tuple
 
 import torch
+
+SPIN_CYCLES = 200_000
+"""Cycles of one short kernel of :func:`gpu_busy_for`: 0.1 ms at 2 GHz, 0.6 ms at 345 MHz (its overshoot)."""
 
 
 def event_seconds(fn: Callable[[], Any]) -> Tuple[Any, float]:
@@ -28,25 +33,22 @@ def event_seconds(fn: Callable[[], Any]) -> Tuple[Any, float]:
     return out, start.elapsed_time(end) / 1e3
 
 
-@functools.lru_cache(maxsize=None)
-def _cycles_per_second() -> float:
-    torch.cuda._sleep(1000)  # the kernel's first launch loads it: not timed
+def gpu_busy_for(seconds: float) -> None:
+    """Keep the current GPU busy until ``seconds`` of wall clock have passed (returns when its work is done)."""
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        torch.cuda._sleep(SPIN_CYCLES)
+        torch.cuda.synchronize()
+
+
+def warm_cuda(device: str = "cuda", seconds: float = 0.3) -> None:
+    """Create the CUDA context and cuBLAS's handle, then run products for ``seconds`` (the clock comes up)."""
+    a = torch.randn(4096, 4096, device=device, dtype=torch.bfloat16)
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        (a @ a).sum().item()
+    torch.cuda._sleep(1000)  # the sleep kernel's first launch loads it
     torch.cuda.synchronize()
-    cycles = 20_000_000
-    rates = [cycles / event_seconds(lambda: torch.cuda._sleep(cycles))[1] for _ in range(3)]
-    return sorted(rates)[1]
-
-
-def gpu_sleep(seconds: float) -> None:
-    """Enqueue one kernel that spins about ``seconds`` on the current device (asynchronous, like any kernel)."""
-    torch.cuda._sleep(max(1, int(seconds * _cycles_per_second())))
-
-
-def warm_cuda(device: str = "cuda") -> None:
-    """Create the CUDA context, cuBLAS's handle and the sleep kernel's calibration before anything is timed."""
-    a = torch.randn(256, 256, device=device)
-    (a @ a).sum().item()
-    _cycles_per_second()
 
 
 class GpuBusy(torch.nn.Module):
@@ -57,5 +59,5 @@ class GpuBusy(torch.nn.Module):
         self.seconds = seconds
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        gpu_sleep(self.seconds)
+        gpu_busy_for(self.seconds)
         return x

@@ -1,7 +1,7 @@
-"""Fake models whose work is GPU kernels of known length (:func:`helpers.cuda.gpu_sleep`), loaded by dotted path
+"""Fake models whose work keeps the GPU busy a known time (:func:`helpers.cuda.gpu_busy_for`), loaded by dotted path
 (``helpers.fake_cuda_models.<Class>``) as the jobs load any model:
 
-- :class:`CudaFakeStreamingASR`: each chunk's encoder work is one kernel, timed by CUDA events that the model
+- :class:`CudaFakeStreamingASR`: each chunk's encoder keeps the GPU busy, timed by CUDA events that the model
   records around it and appends, one line per chunk, to the file its ``events_file`` hyperparameter names (the
   outside clock of the stream job's CUDA test);
 - :class:`GpuBusyInterface`: keeps the GPU busy ``rtf`` x (seconds of audio in the batch), the GPU twin of
@@ -15,7 +15,7 @@ from typing import Any, Dict
 import torch
 from speechbrain.inference.interfaces import Pretrained
 
-from helpers.cuda import gpu_sleep
+from helpers.cuda import gpu_busy_for
 from helpers.fake_streaming import FakeStreamingASR, write_fake_model
 
 
@@ -34,7 +34,7 @@ class CudaFakeStreamingASR(FakeStreamingASR):
         pattern = self.hparams.pattern
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        gpu_sleep(self.hparams.compute_s * pattern[context["chunks"] % len(pattern)])
+        gpu_busy_for(self.hparams.compute_s * pattern[context["chunks"] % len(pattern)])
         end.record()
         end.synchronize()
         with open(self.hparams.events_file, "a") as f:
@@ -43,13 +43,13 @@ class CudaFakeStreamingASR(FakeStreamingASR):
 
 
 class GpuBusyInterface(Pretrained):
-    """One kernel of ``rtf`` x (seconds of audio in the batch) per call, timed by CUDA events appended to
-    ``events_file`` (the call returns once the kernel is done)."""
+    """The GPU busy ``rtf`` x (seconds of audio in the batch) per call, timed by CUDA events appended to
+    ``events_file`` (the call returns once its work is done)."""
 
     def process(self, wavs: torch.Tensor, wav_lens: torch.Tensor) -> torch.Tensor:
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        gpu_sleep(self.hparams.rtf * wavs.shape[0] * wavs.shape[1] / self.hparams.sample_rate)
+        gpu_busy_for(self.hparams.rtf * wavs.shape[0] * wavs.shape[1] / self.hparams.sample_rate)
         end.record()
         end.synchronize()
         with open(self.hparams.events_file, "a") as f:
