@@ -106,6 +106,8 @@ def _driver() -> str:
 
 
 def _git() -> str:
+    if os.environ.get("SBPROF_COMMIT"):  # a copy of the checkout without .git (how it reaches the GPU machine)
+        return os.environ["SBPROF_COMMIT"]
     try:
         done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True, timeout=10)

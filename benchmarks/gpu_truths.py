@@ -268,8 +268,10 @@ def keep_report(name: str, path: os.PathLike) -> None:
     the docs' GPU excerpts."""
     folder = os.environ.get(REPORTS_ENV)
     if folder and os.path.exists(path):
-        with open(path, encoding="utf-8") as src, open(os.path.join(folder, f"{name}.md"), "w", encoding="utf-8") as dst:
-            dst.write(src.read())
+        with open(path, encoding="utf-8") as src:
+            text = src.read()
+        with open(os.path.join(folder, f"{name}.md"), "w", encoding="utf-8") as dst:
+            dst.write(text)
 
 
 def check(figure: Figure) -> None:

@@ -7,12 +7,13 @@
 #   bash benchmarks/gpu_wheels.sh                      # -> gpu_wheels/ for CPython 3.12, manylinux x86_64
 #   PYVER=3.11 DEST=/tmp/w bash benchmarks/gpu_wheels.sh   # another interpreter (how it is tested here)
 #
-# What the GPU machine's image lacks (read from /work/.library/device/KINDS.md's package list, 2026-11-17: it has
-# torch 2.11, torchaudio 2.11, numpy, scipy, matplotlib, numba with numba-cuda, pytest, pyyaml, tabulate, psutil,
-# nvidia-ml-py...): speechbrain and what it needs beyond that image. Then small wheels of what sbprof and the check
+# What the GPU machine's image lacks (its package list as read on 2026-11-17: it has torch 2.11, torchaudio 2.11,
+# numpy, scipy, matplotlib, numba with numba-cuda, pytest, pyyaml, tabulate, psutil, nvidia-ml-py... and Python
+# 3.12.3): speechbrain and what it needs beyond that image. Then small wheels of what sbprof and the check
 # need, installed only if a machine lacks them. Versions: the known-good ones of constraints.txt and this project's
-# environment. pip matches a manylinux_2_N tag exactly: every N up to the image's glibc (2.39) is listed. Left out on purpose: numpy, scipy, torchaudio, matplotlib (50 MB and more, and in the image; the check
-# names any that is missing), k2 and the source-built transducer backends.
+# environment. pip matches a manylinux_2_N tag exactly: several N are listed. Left
+# out on purpose: numpy, scipy, torchaudio, matplotlib (50 MB and more, and in the image; the check names any that
+# is missing), k2 and the source-built transducer backends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYVER="${PYVER:-3.12}"

@@ -77,7 +77,8 @@ def test_without_a_gpu_the_check_says_so_in_one_line_and_exits_0(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("argv,message", [([], "required: outdir"), (["o", "--only", "trian"], "unknown part(s) trian")])
+@pytest.mark.parametrize("argv,message", [([], "required: outdir"),
+                                          (["o", "--only", "trian"], "unknown part(s) trian")])
 def test_a_bad_command_line_is_one_line_and_exit_2(argv, message):
     done = subprocess.run([sys.executable, str(CHECK), *argv], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stdout == ""

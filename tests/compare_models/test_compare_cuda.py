@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.gpu_truths import Figure, check, medians
+from benchmarks.gpu_truths import Figure, check, keep_report, medians
 from helpers.compare_fakes import write_compare_yaml
 from helpers.fake_interfaces import use_test_environment, write_model_folder
 from sbprof.cli import main as sbprof_main
@@ -38,6 +38,7 @@ def test_compare_models_latency_on_cuda_and_the_gate_on_its_records(tmp_path, mo
     use_test_environment(monkeypatch, tmp_path / "sbprof-models")
     base, base_events = compare(tmp_path, "base", RTF, capsys)
     slow, _ = compare(tmp_path, "slow", 1.5 * RTF, capsys)
+    keep_report("compare-models-cuda", tmp_path / "base" / "report.md")
     records = [m for m in base.records if m.cell.audio_s == 2]
     assert len(records) == 4 and all(m.ok and m.cell.device.startswith("cuda") for m in records)
     ours = [w for m in records for w in m.wall_s]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchmarks.gpu_truths import Figure, check
+from benchmarks.gpu_truths import Figure, check, keep_report
 from helpers.train_tiny import tiny_overrides
 from sbprof.distributed.merge import find_run
 from sbprof.distributed.rankfile import rank_files, read_rank_file
@@ -42,6 +42,8 @@ def test_torchrun_on_nccl_reads_communication_from_nccl_kernels_and_merges(tmp_p
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     run_folder = find_run(tmp_path / "out" / "ranks")
     assert any(run_folder.glob("*.md")), sorted(p.name for p in run_folder.iterdir())  # rank 0's merged report
+    for report in run_folder.glob("*.md"):
+        keep_report(f"torchrun-nccl-world{world}", report)
     for path in rank_files(run_folder):
         rank = read_rank_file(path)
         (section,) = rank.records.values()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from benchmarks.gpu_truths import Figure, check, medians
+from benchmarks.gpu_truths import Figure, check, keep_report, medians
 from run_helpers import brain_args, records, sbprof_run
 from sbprof.measuring.flops.peak import datasheet_peak, dominant_precision
 
@@ -21,6 +21,7 @@ def test_sbprof_run_of_a_recipe_on_cuda_against_the_recipes_own_cuda_events(tmp_
     done = sbprof_run(["--warmup", "2", "--measured", "4", "--output_folder", str(out),
                        *brain_args(recipe, "--timed", "True", "--spin_ms", "20", "--device", "cuda:0")], cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
+    keep_report("run-recipe-cuda", out / "report.md")
     train = records(out)["train"]
     assert len(train["wall_s"]) == 4 and train["cell"]["device"].startswith("cuda")
     assert train["memory"]["peak_cuda_bytes"] > 0

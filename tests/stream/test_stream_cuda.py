@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.gpu_truths import check, medians, simulated_streams, within_count
+from benchmarks.gpu_truths import check, keep_report, medians, simulated_streams, within_count
 from helpers.fake_interfaces import replace_in_file, use_test_environment
 from helpers.fake_cuda_models import write_cuda_fake_model
 from helpers.stream_configs import write_stream_yaml
@@ -30,6 +30,7 @@ def test_chunk_latency_and_streams_per_gpu_against_cuda_events_and_a_simulated_q
                              capacity={"chunk_size": 8, "left_context_chunks": 2, "max_streams": 8})
     replace_in_file(path, 'devices: "cpu"', 'devices: "cuda:0"')
     assert main(["stream", str(path), "--noprogressbar"]) == 0
+    keep_report("stream-cuda", tmp_path / "out" / "report.md")
     setting = analyse(load_results(tmp_path / "out")).settings[0]
     (row,) = setting.rows
     assert row.chunk_ms == pytest.approx(CHUNK_S * 1e3)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.gpu_truths import check, medians, relative
+from benchmarks.gpu_truths import check, keep_report, medians, relative
 from helpers.cuda import event_seconds, warm_cuda
 from helpers.train_tiny import tiny_overrides
 from sbprof.jobs.registry import get_job
@@ -70,5 +70,6 @@ def test_autocast_bf16_and_fp16_report_their_precision_and_start_from_the_fp32_l
         assert dominant_precision(record.extra["flops"]["macs_by_precision"]) == precision
         assert len(record.wall_s) == len(fp32.wall_s) and all(w > 0 for w in record.wall_s)
         assert record.memory.peak_cuda_bytes > 0 and "CUDA allocator peak" in report
+        keep_report(f"train-{precision}-cuda", tmp_path / precision / "report.md")
         check(relative(f"train job, {precision} autocast: first step's loss against fp32's",
                        record.extra["loss_per_step"][0], fp32.extra["loss_per_step"][0], LOSS_REL[precision]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.gpu_truths import Figure, check, record
+from benchmarks.gpu_truths import Figure, check, keep_report, record
 from sbprof.cli import main as sbprof_main
 from sbprof.results import load_results
 
@@ -21,6 +21,7 @@ def test_transducer_backends_on_cuda_agree_with_the_reference_before_they_are_ti
                     "batching: {batch_size: 4, max_frames: null}\nvocab_size: 500\njoiner_dim: 256\n"
                     f"warmup: 3\nmeasured: 5\ndevices: cuda:0\noutput_folder: {tmp_path / 'out'}\n")
     assert sbprof_main(["transducer", str(path), "--noprogressbar"]) == 0
+    keep_report("transducer-cuda", tmp_path / "out" / "report.md")
     records = {m.label: m for m in load_results(tmp_path / "out").records}
     assert records["reference"].ok and records["torchaudio"].ok, records["torchaudio"].message
     for name in BACKENDS[1:]:
