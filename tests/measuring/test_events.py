@@ -108,3 +108,14 @@ def test_the_mirror_of_a_step_on_the_gpu_timeline_is_not_a_second_step():
         _Annotation(step_label("train"), 170, 260, device=DeviceType.CUDA),
     ]
     assert step_windows(raw) == [StepWindow("train", 0, 100), StepWindow("train", 150, 250)]
+
+
+def test_device_time_leaves_out_the_ranges_mirrored_on_the_gpu_timeline():
+    """First contact with an H200 (2026-11-26): the record_function range the profiler draws again on the GPU's
+    timeline around its kernels was counted as GPU busy time beside them (6.9 ms in a 5.8 ms wall)."""
+    kernels = [_event(10 + i, f"gemm{i}", 100 + 30 * i, 120 + 30 * i, kind="kernel", device=DeviceType.CUDA)
+               for i in range(3)]
+    mirrored = _event(20, step_label("train"), 90, 200, kind="gpu_user_annotation", device=DeviceType.CUDA)
+    flagged = _event(21, "my_range", 95, 190, kind=None, device=DeviceType.CUDA, is_user_annotation=True)
+    assert device_us(EventList(kernels + [mirrored, flagged])) == 60  # the three kernels only
+    assert report_time(EventList(kernels + [mirrored])).cuda_us == 60

@@ -96,3 +96,24 @@ def test_gpu_peak_on_the_device():
         return
     peak = gpu_peak(precision="bf16" if datasheet_peak(name, "bf16")[0] else "fp32")
     assert peak.source == "datasheet" and name in peak.device and peak.flops_per_s > 1e12
+
+
+def test_the_docs_peak_table_is_the_codes():
+    """docs/gpu.md copies the datasheet table: each of its all-numeric rows reads what the lookup gives."""
+    from pathlib import Path
+
+    names = ["NVIDIA H200", "NVIDIA H200 NVL", "NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA H100 NVL",
+             "NVIDIA A100-SXM4-80GB", "NVIDIA L40S", "NVIDIA L4", "NVIDIA A10", "NVIDIA GeForce RTX 4090",
+             "NVIDIA GeForce RTX 3090"]
+    text = (Path(__file__).resolve().parents[3] / "docs" / "gpu.md").read_text()
+    rows = []
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if line.startswith("| NVIDIA") and len(cells) == 6:
+            try:
+                rows.append([float(c) for c in cells[1:5]])
+            except ValueError:
+                continue
+    assert len(rows) == len(names)
+    for name, row in zip(names, rows):
+        assert [datasheet_peak(name, p)[0] / 1e12 for p in ("fp32", "tf32", "bf16", "fp16")] == row, name
