@@ -159,8 +159,8 @@ def part_rows(part: Part, ended: str, cases: Sequence[Tuple[str, str, str]], fig
             rows.append(Figure(label, "passed", "the test's own assertions", "passed", True, source=node))
     rows += [f for f in figures if id(f) not in seen]  # a test stopped before it reported (the part was killed)
     if ended != "ran":
-        rows.append(Figure(f"part {part.name}", "-", "-", ended, False if "timed out" in ended else None,
-                           note="the rows above are what it reported before"))
+        rows.append(Figure(f"part {part.name}", "-", "-", ended, False,
+                           note="its rows above are what it reported before; gpu_check.log has its output"))
     return rows
 
 
