@@ -8,12 +8,9 @@ import pytest
 
 from benchmarks.gpu_truths import check, keep_report, medians, relative
 from helpers.cuda import event_seconds, warm_cuda
-from helpers.train_tiny import tiny_overrides
-from sbprof.jobs.registry import get_job
-from sbprof.jobs.runner import run_config
+from helpers.train_tiny import train_ctc
 from sbprof.measuring.flops.peak import dominant_precision
 from sbprof.record import Cell
-from sbprof.results import load_results
 from sbprof.train import brains
 from sbprof.train.config import validate
 from sbprof.train.data import mock_batches
@@ -52,20 +49,11 @@ def test_train_step_time_against_cuda_events_around_each_fit_batch(tmp_path, mon
                   one_sided=True))
 
 
-def _train(folder, precision):
-    cfg = validate({**tiny_overrides(folder, variants=["ctc"], devices="cuda:0", profiling={"memory": False}),
-                    "precision": precision}, "tiny.yaml", {"noprogressbar": True})
-    outcome = run_config(get_job("train"), cfg, log=lambda line: None)
-    (record,) = load_results(outcome.results).records
-    assert record.ok, record.message
-    return record, (outcome.results.parent / "report.md").read_text()
-
-
 def test_autocast_bf16_and_fp16_report_their_precision_and_start_from_the_fp32_loss(tmp_path):
-    fp32, _ = _train(tmp_path / "fp32", "fp32")
+    fp32, _ = train_ctc(tmp_path / "fp32", "fp32", "cuda:0")
     assert dominant_precision(fp32.extra["flops"]["macs_by_precision"]) in ("fp32", "tf32")  # cuDNN convs: TF32
     for precision in ("bf16", "fp16"):
-        record, report = _train(tmp_path / precision, precision)
+        record, report = train_ctc(tmp_path / precision, precision, "cuda:0")
         assert record.settings["precision"] == precision and f"{precision} (autocast" in report
         assert dominant_precision(record.extra["flops"]["macs_by_precision"]) == precision
         assert len(record.wall_s) == len(fp32.wall_s) and all(w > 0 for w in record.wall_s)

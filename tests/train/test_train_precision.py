@@ -5,29 +5,17 @@ import re
 import pytest
 
 from sbprof.base.errors import ConfigError
-from sbprof.jobs.registry import get_job
-from sbprof.jobs.runner import run_config
-from sbprof.results import load_results
 from sbprof.train.config import validate
-from helpers.train_tiny import tiny_overrides
+from helpers.train_tiny import tiny_overrides, train_ctc
 
 #: bf16 keeps 8 bits of mantissa (about 0.4 % per rounding): the first step's loss, same weights and batch, may
 #: move by a few of those through the encoder; 5 % is generous for that and far below what a wrong model moves.
 BF16_LOSS_REL = 0.05
 
 
-def _train(folder, precision):
-    cfg = validate({**tiny_overrides(folder, variants=["ctc"], profiling={"memory": False}), "precision": precision},
-                   "tiny.yaml", {"noprogressbar": True})
-    outcome = run_config(get_job("train"), cfg, log=lambda line: None)
-    (record,) = load_results(outcome.results).records
-    assert record.ok, record.message
-    return record, (outcome.results.parent / "report.md").read_text()
-
-
 def test_bf16_on_the_cpu_reports_its_precision_and_starts_from_the_fp32_loss(tmp_path):
-    fp32, fp32_report = _train(tmp_path / "fp32", "fp32")
-    bf16, bf16_report = _train(tmp_path / "bf16", "bf16")
+    fp32, fp32_report = train_ctc(tmp_path / "fp32", "fp32")
+    bf16, bf16_report = train_ctc(tmp_path / "bf16", "bf16")
     assert fp32.settings["precision"] == "fp32" and bf16.settings["precision"] == "bf16"
     assert "| precision " in fp32_report and "bf16 (autocast)" in bf16_report
     steps = fp32.warmup + len(fp32.wall_s)
