@@ -122,10 +122,12 @@ def nodeid(classname: str, name: str, root: Path = ROOT) -> str:
 
 def outcomes(junit: Path, root: Path = ROOT) -> List[Tuple[str, str, str]]:
     """(node id, passed|failed|skipped, message) of each test case of a junit file, in order."""
-    if not junit.is_file():
+    try:
+        root_element = ET.parse(junit).getroot()
+    except (OSError, ET.ParseError):  # not written (the part was killed), or cut short
         return []
     rows = []
-    for case in ET.parse(junit).getroot().iter("testcase"):
+    for case in root_element.iter("testcase"):
         outcome, message = "passed", ""
         for tag in ("failure", "error", "skipped"):
             child = case.find(tag)

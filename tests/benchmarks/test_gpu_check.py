@@ -150,3 +150,9 @@ def test_only_the_missing_distributions_are_installed_offline_into_the_site_fold
     assert sbprof_fake_dist.VALUE == 42 and not (site / "tabulate").exists()
     assert str(site) in sys.path and str(site) == __import__("os").environ["PYTHONPATH"].split(":")[0]
     assert gpu_setup.install_missing(wheels, site) == ([], "")  # nothing left to install
+
+
+def test_a_junit_file_missing_or_cut_short_gives_no_outcomes(tmp_path):
+    assert gpu_check.outcomes(tmp_path / "absent.xml") == []
+    (tmp_path / "cut.xml").write_text('<testsuites><testsuite><testcase classname="tests.x" name="t"')
+    assert gpu_check.outcomes(tmp_path / "cut.xml") == []
