@@ -88,7 +88,7 @@ def pytest_command(part: Part, junit: Path, parts: Sequence[Part] = PARTS) -> Li
     paths = list(part.paths)
     if part.name == "rest":  # every folder the other parts do not cover
         paths += [f"--ignore={p}" for other in parts if other.name != "rest" for p in other.paths]
-    return [sys.executable, "-m", "pytest", "-m", "cuda", "-o", "addopts=", "-p", "no:cacheprovider", "-q", "-rA",
+    return [sys.executable, "-m", "pytest", "-m", "cuda", "-o", "addopts=", "-p", "no:cacheprovider", "-q", "-ra",
             f"--junitxml={junit}", *paths]
 
 
