@@ -57,8 +57,10 @@ DEFINITIONS = {
                                    "PaddedBatch lengths)",
     "FLOPs per step": "FLOPs of every operator with a formula in the last warm-up step (its batch shapes: forward, "
                       "backward and the optimiser's update; sbprof.measuring.flops conventions); achieved "
-                      "FLOP/s = FLOPs per step / median step time; share of peak = achieved / the device's peak "
-                      "(CPU: a matrix-product probe run after the script ended; GPU: the datasheet)",
+                      "FLOP/s = FLOPs per step / median step time; share of peak = achieved / the device's peak at "
+                      "the precision that did most of the counted MACs (CPU: a matrix-product probe in it, run "
+                      "after the script ended; GPU: the datasheet's dense figure, peak unknown for a GPU not in "
+                      "sbprof's table)",
     "operators per step, dispatch floor": "top-level aten operators inside a measured step's mark in the "
                                           "torch.profiler trace, per measured step; CPU per operator = median "
                                           "step CPU time / operators per step; the floor: median CPU time of "
@@ -79,9 +81,10 @@ class RunFlops(Codec):
 
 @dataclass(frozen=True)
 class PeakFlops(Codec):
-    """``extra["peak_flops"]``: the device's peak FLOP/s, its precision and where it comes from."""
+    """``extra["peak_flops"]``: the device's peak FLOP/s at the precision of the work, and where it comes from; no
+    figure (``flops_per_s`` None) when it is unknown, ``source`` then says why."""
 
-    flops_per_s: float
+    flops_per_s: Optional[float] = None
     precision: str = ""
     source: str = ""
 
@@ -217,9 +220,11 @@ def stage_figures(m: Measurement) -> StageFigures:
         fig.flops_per_step = float(flops.total)
         fig.achieved_flops_per_s = flops.total / step.median
         peak = extra.peak_flops
-        if peak:
+        if peak and peak.flops_per_s:
             fig.share_of_peak = fig.achieved_flops_per_s / peak.flops_per_s
             fig.peak_source = f"{peak.flops_per_s / 1e9:.3g} GFLOP/s {peak.precision}, {peak.source}"
+        elif peak:
+            fig.peak_source = peak.source
     # The audio per step only when the breakdown's steps are these steps (the same count), every one known.
     known = extra.modules is not None and len(audio) == extra.modules.steps and all(a is not None for a in audio)
     fig.modules_steps = breakdown_steps(extra.modules, sum(audio) / len(audio) if known and audio else None)

@@ -40,6 +40,7 @@ class FlopsPayload(Codec):
     macs_per_step: List[float] = field(default_factory=list)
     modules: Dict[str, List[float]] = field(default_factory=dict)  # label -> [forward, backward] per step
     untracked: Dict[str, int] = field(default_factory=dict)  # operator -> calls without a FLOP formula
+    macs_by_precision: Dict[str, float] = field(default_factory=dict)  # over the measured steps, per precision
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,8 @@ class TrainPayload(Codec):
     modules_detailed: Optional[ModuleBreakdown] = None
     loadavg_1m: Optional[float] = None
     trace_files: List[str] = field(default_factory=list)
+    precision: Optional[str] = None  # SpeechBrain's training precision (fp32; bf16 or fp16 under autocast)
+    loss_per_step: List[float] = field(default_factory=list)  # every step of the timed fit, warm-up ones first
 
 
 @dataclass(frozen=True)

@@ -157,13 +157,19 @@ def device_us(events: Sequence[Any]) -> float:
     return float(union_us((e.time_range.start, e.time_range.end) for e in events if is_device_event(e)))
 
 
+def _on_device(kineto_event: Any) -> bool:
+    """Whether a kineto event lies on an accelerator's timeline (its kernels, copies, mirrored ranges)."""
+    device_type = getattr(kineto_event, "device_type", None)
+    return device_type is not None and _device_name(device_type()) in _DEVICE_TYPES
+
+
 def memory_records(kineto_events: Iterable[Any]) -> List[MemoryRecord]:
     """The raw allocation records of a kineto session, in time order."""
     records = []
     for e in kineto_events:
         if e.name() != MEMORY_EVENT:
             continue
-        on_device = _device_name(e.device_type()) in _DEVICE_TYPES
+        on_device = _on_device(e)
         records.append(MemoryRecord(e.start_ns(), 0 if on_device else e.nbytes(), e.nbytes() if on_device else 0))
     records.sort(key=lambda r: r.time_ns)
     return records
@@ -173,7 +179,10 @@ def step_windows(kineto_events: Iterable[Any]) -> List[StepWindow]:
     """The labelled steps of a kineto session, in time order, less those holding a discard marker."""
     windows, discards = [], []
     for e in kineto_events:
-        if not e.is_user_annotation():
+        # A record_function range is drawn twice on a GPU: on the host, and mirrored on the device's timeline
+        # around its kernels (activity gpu_user_annotation, which is_user_annotation() also answers True for).
+        # Only the host range is the step; the mirror would count each step twice, shifted to its kernels.
+        if not e.is_user_annotation() or _on_device(e):
             continue
         step = step_of_label(e.name())
         if step is not None:

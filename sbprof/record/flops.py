@@ -74,6 +74,8 @@ class FlopCount(Codec):
     operators: Tuple[OperatorFlops, ...] = ()
     untracked: Dict[str, int] = field(default_factory=dict)
     conventions: Optional[str] = None  # the formula table's version (sbprof.measuring.flops.CONVENTIONS)
+    # MACs of the products by the precision they ran in (fp32, tf32, bf16, fp16...), forward and counted backward
+    macs_by_precision: Dict[str, int] = field(default_factory=dict)
 
     @property
     def total_flops(self) -> Optional[int]:

@@ -64,8 +64,8 @@ def summary_table(s: StageFigures) -> str:
              ["FLOPs per step (all counted operators)", "n/a" if s.flops_per_step is None
               else si(s.flops_per_step, "FLOP") + _untracked(s)],
              ["achieved FLOP/s", "n/a" if s.achieved_flops_per_s is None else si(s.achieved_flops_per_s, "FLOP/s")],
-             ["share of the device's peak", "n/a" if s.share_of_peak is None
-              else f"{sig3(100 * s.share_of_peak)}% (peak {s.peak_source})"],
+             ["share of the device's peak", (f"n/a ({s.peak_source})" if s.peak_source else "n/a")
+              if s.share_of_peak is None else f"{sig3(100 * s.share_of_peak)}% (peak {s.peak_source})"],
              ["peak memory (measured steps)", _memory(s)]]
     if s.params is not None:
         rows.append(["parameters", f"{s.params:,} ({s.trainable_params or 0:,} trainable)"])

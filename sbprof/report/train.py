@@ -7,7 +7,7 @@ from typing import Dict, List, Optional
 
 from tabulate import tabulate
 
-from sbprof.analysis.train import TrainCell, TrainRules, TrainSummary
+from sbprof.analysis.train import TrainCell, TrainPayload, TrainRules, TrainSummary
 from sbprof.report.counts import si
 from sbprof.report.distributed import DEFINITIONS, render_section, scaling_lines, status_lines
 from sbprof.report.format import bytes_in, sig3
@@ -34,6 +34,15 @@ CPU_DEFINITION = ("CPU time = the worker process's CPU time during a step (all i
                   "waiting (OpenMP). The step time above stays the wall clock a user waits on.")
 
 
+def _precisions(extra: TrainPayload) -> str:
+    """``; MACs: 97.0% bf16, 3.0% fp32``: the share of the products' MACs run in each precision."""
+    macs = extra.flops.macs_by_precision if extra.flops is not None else {}
+    total = sum(macs.values())
+    if not total:
+        return ""
+    return "; MACs: " + ", ".join(f"{100 * v / total:.1f}% {k}" for k, v in sorted(macs.items(), key=lambda kv: -kv[1]))
+
+
 def summary_table(cell: TrainCell) -> str:
     """The headline figures of one cell."""
     m, f, extra = cell.record, cell.figures, cell.payload
@@ -44,6 +53,13 @@ def summary_table(cell: TrainCell) -> str:
                                      f"{cell.audio_steps} steps)" if f.audio_s_per_s is not None else "n/a"],
         ["peak memory (one step, longest batch)", _memory_text(cell)],
     ]
+    if extra.precision is not None:
+        rows.insert(0, ["precision", extra.precision if extra.precision == "fp32"
+                        else f"{extra.precision} (autocast{', gradient scaler' if extra.precision == 'fp16' else ''})"])
+    if extra.loss_per_step:
+        losses = extra.loss_per_step
+        rows.append(["training loss, first / last step", f"{sig3(losses[0])} / {sig3(losses[-1])} over "
+                                                         f"{len(losses)} steps (warm-up included)"])
     if f.cpu_s_median is not None:
         rows.insert(1, ["CPU time per step, median [q1, q3]", f"{sig3(f.cpu_s_median)} s [{sig3(f.cpu_s_q1)}, "
                                                                f"{sig3(f.cpu_s_q3)}]"])
@@ -52,7 +68,7 @@ def summary_table(cell: TrainCell) -> str:
                                                                         "hour of audio trained)"])
     if f.flops_per_step is not None:
         rows += [["FLOPs per step (forward + backward)",
-                  f"{si(f.flops_per_step, 'FLOP')} ({si(cell.macs_per_step, 'MAC')})"
+                  f"{si(f.flops_per_step, 'FLOP')} ({si(cell.macs_per_step, 'MAC')}{_precisions(extra)})"
                   if cell.macs_per_step is not None else "n/a"],
                  ["FLOPs per second of audio", si(f.flops_per_audio_s, "FLOP") + " per audio second"],
                  ["achieved (FLOPs per step / step time)", si(f.achieved_flops_per_s, "FLOP/s")]]

@@ -123,18 +123,28 @@ def describe(ended: Optional[Ended]) -> str:
 
 
 def _peak(session: Any) -> Optional[Dict[str, Any]]:
-    """The device's peak FLOP/s (a matrix-product probe on the CPU, the datasheet on a GPU), measured after the
-    script ended so that the probe cannot disturb it; ``None`` when it cannot be had."""
+    """The device's peak FLOP/s at the precision that did most of the counted MACs (a matrix-product probe on the
+    CPU, the datasheet on a GPU), measured after the script ended so that the probe cannot disturb it; on a GPU
+    the datasheet table lacks, the reason instead of a figure; ``None`` when nothing was counted."""
     import torch
 
     from sbprof.base.errors import SbprofError
-    from sbprof.measuring.flops.peak import gpu_peak, measure_cpu_peak
+    from sbprof.measuring.flops.peak import dominant_precision, gpu_peak, measure_cpu_peak
 
     device = next(iter(session.devices.values()), "cpu")
+    macs: Dict[str, float] = {}
+    for counted in session.flops.values():
+        for precision, value in (counted.get("macs_by_precision") or {}).items():
+            macs[precision] = macs.get(precision, 0) + value
+    precision = dominant_precision(macs) or "fp32"
     try:
-        peak = gpu_peak(device) if device.startswith("cuda") else measure_cpu_peak(num_threads=torch.get_num_threads())
-    except SbprofError:
-        return None
+        if device.startswith("cuda"):
+            peak = gpu_peak(device, precision)
+        else:  # no TF32 on a CPU; another dtype (float64...) is probed as fp32, said in the peak's precision
+            peak = measure_cpu_peak(precision=precision if precision in ("bf16", "fp16") else "fp32",
+                                    num_threads=torch.get_num_threads())
+    except SbprofError as exc:
+        return {"flops_per_s": None, "precision": precision, "source": str(exc)}
     return peak.to_dict()
 
 

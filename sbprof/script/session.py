@@ -251,4 +251,5 @@ def _flops_of(counter: Any) -> Dict[str, Any]:
     result = counter.result()
     backward = result.backward_flops or 0
     return {"forward": result.flops, "backward": result.backward_flops, "total": result.flops + backward,
-            "macs": result.macs + (result.backward_macs or 0), "untracked": dict(result.untracked)}
+            "macs": result.macs + (result.backward_macs or 0), "untracked": dict(result.untracked),
+            "macs_by_precision": dict(result.macs_by_precision)}

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
-from sbprof.base.checks import check_choices, check_flag, check_int, check_list, is_positive_number
+from sbprof.base.checks import check_choices, check_flag, check_int, check_list, is_positive_number, nearest
 from sbprof.base.errors import ConfigError
 from sbprof.jobs.preamble import SCHEMA as PREAMBLE, Defaults, Preamble, check_preamble, load_tree
 from sbprof.train.models import VARIANTS, ModelSizes
@@ -21,8 +21,11 @@ from sbprof.record.codec import Codec
 DATA_KEYS = ("batch_size", "num_batches", "scale", "sample_rate")
 PROFILING_KEYS = ("modules", "memory", "flops", "export_trace", "trace_steps")
 SCALINGS = ("strong", "weak")
+PRECISIONS = ("fp32", "bf16", "fp16")
+"""SpeechBrain's training precisions (its ``--precision``): bf16 and fp16 train under autocast, fp16 with a gradient
+scaler, on CUDA only."""
 SCHEMA: Dict[str, Any] = {
-    **PREAMBLE, "variants": None, "learning_rate": None, "world_sizes": None, "scaling": None,
+    **PREAMBLE, "variants": None, "learning_rate": None, "precision": None, "world_sizes": None, "scaling": None,
     "model": {k: None for k in ModelSizes.__dataclass_fields__}, "data": {k: None for k in DATA_KEYS},
     "profiling": {k: None for k in PROFILING_KEYS},
 }
@@ -63,6 +66,7 @@ class TrainConfig(Codec):
     preamble: Preamble
     variants: Tuple[str, ...] = VARIANTS
     learning_rate: float = 1e-3
+    precision: str = "fp32"
     model: ModelSizes = field(default_factory=ModelSizes)
     data: DataConfig = field(default_factory=DataConfig)
     profiling: ProfilingConfig = field(default_factory=ProfilingConfig)
@@ -74,6 +78,8 @@ class TrainConfig(Codec):
         rules = {"seed": self.preamble.seed, "learning_rate": self.learning_rate, "model": asdict(self.model),
                  "data": asdict(self.data), "warmup": self.preamble.warmup, "measured": self.preamble.measured,
                  "profiling": asdict(self.profiling)}
+        if self.precision != "fp32":  # results of runs made before the key existed are fp32 ones and resume as such
+            rules["precision"] = self.precision
         if self.world_sizes:
             rules["distributed"] = {"world_sizes": list(self.world_sizes), "scaling": list(self.scaling)}
         return rules
@@ -89,7 +95,8 @@ class TrainConfig(Codec):
         True
         """
         pre = self.preamble
-        return {"variants": list(self.variants), "learning_rate": self.learning_rate, "model": asdict(self.model),
+        return {"variants": list(self.variants), "learning_rate": self.learning_rate, "precision": self.precision,
+                "model": asdict(self.model),
                 "data": asdict(self.data), "profiling": asdict(self.profiling), "scaling": list(self.scaling),
                 "devices": device, "cpu_threads": threads, "cuda_threads": pre.cuda_threads, "seed": pre.seed,
                 "warmup": pre.warmup, "measured": pre.measured, "timeout_s": pre.timeout_s,
@@ -138,8 +145,16 @@ def validate(tree: Any, file: str, run_options: Optional[Mapping[str, Any]] = No
                           f"length only with an odd kernel), got {sizes.kernel_size}")
     data = _section(tree, "data", file)
     prof = _section(tree, "profiling", file)
+    pre = check_preamble(tree, file, run_options, DEFAULTS)
+    precision = tree.get("precision", "fp32") or "fp32"
+    if not isinstance(precision, str) or precision not in PRECISIONS:
+        raise ConfigError(f"{file}: precision must be one of {', '.join(PRECISIONS)}, got {precision!r}"
+                          f"{nearest(str(precision), list(PRECISIONS))}")
+    if precision == "fp16" and any(s.device == "cpu" for s in pre.settings):
+        raise ConfigError(f"{file}: precision fp16 trains under CUDA autocast with a gradient scaler, on a GPU only "
+                          "(SpeechBrain refuses it on the CPU): give devices: cuda, or precision: bf16 on the CPU")
     cfg = TrainConfig(
-        preamble=check_preamble(tree, file, run_options, DEFAULTS),
+        preamble=pre, precision=precision,
         variants=check_choices(tree.get("variants", list(VARIANTS)), "variants", VARIANTS, file, "variant"),
         learning_rate=_number(tree.get("learning_rate", 1e-3), "learning_rate", file),
         model=sizes,

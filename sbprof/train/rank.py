@@ -98,7 +98,7 @@ def run_rank(cfg: TrainConfig) -> int:
     device = rank_device(cfg, world)
     set_threads(cfg.preamble.cpu_threads[0] if device == "cpu" else cfg.preamble.cuda_threads)
     run_opts = {"device": device, "distributed_backend": "gloo" if device == "cpu" else "nccl",
-                "noprogressbar": True}
+                "noprogressbar": True, "precision": cfg.precision}
     ddp_init_group(run_opts)  # SpeechBrain's own way into torch.distributed (env:// from torchrun)
     try:
         for variant in cfg.variants:

@@ -46,6 +46,19 @@ def _plain_step(brain: Any, batch: Any) -> Any:
     return type(brain).fit_batch(brain, batch)
 
 
+def _with_losses(brain_class: type) -> type:
+    """The Brain class, keeping each training step's loss (what ``fit_batch`` returns, already on the host) in
+    ``step_losses``: the figure that shows whether a lower precision still trains. Same name, same steps."""
+    class Keeping(brain_class):
+        def fit_batch(self, batch: Any) -> Any:
+            loss = super().fit_batch(batch)
+            self.__dict__.setdefault("step_losses", []).append(float(loss))
+            return loss
+
+    Keeping.__name__ = Keeping.__qualname__ = brain_class.__name__
+    return Keeping
+
+
 def step_peak(brain: Any, batch: Any, device: str) -> MemoryPeak:
     """Peak memory of one training step."""
     from sbprof.measuring.memory import CpuPeak, CudaPeak
@@ -73,8 +86,10 @@ def step_flops(brain: Any, batch: Any) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # untracked operators are listed in the result instead
         with FlopCounter(brain.modules) as counter:
-            outputs = brain.compute_forward(batch, sb.Stage.TRAIN)
-            brain.compute_objectives(outputs, batch, sb.Stage.TRAIN).backward()
+            with brain.training_ctx:  # the run's autocast, as fit_batch runs it: products counted in their precision
+                outputs = brain.compute_forward(batch, sb.Stage.TRAIN)
+                loss = brain.compute_objectives(outputs, batch, sb.Stage.TRAIN)
+            loss.backward()
     brain.zero_grad(set_to_none=True)
     return counter.result(backward=True)
 
@@ -91,7 +106,12 @@ def flops_extra(counts: List[Any], order: List[int], labels: List[str]) -> Dict[
     for count in counts:
         for name, calls in count.untracked.items():
             untracked[name] = untracked.get(name, 0) + calls
+    by_precision: Dict[str, int] = {}
+    for i in order:
+        for precision, macs in counts[i].macs_by_precision.items():
+            by_precision[precision] = by_precision.get(precision, 0) + macs
     return {"per_step": per_step, "macs_per_step": [counts[i].total_macs for i in order],
+            "macs_by_precision": by_precision,
             "forward_per_step": [counts[i].flops for i in order], "modules": modules, "untracked": untracked,
             "conventions": counts[0].conventions}
 
@@ -123,11 +143,13 @@ def measure_variant(cfg: TrainConfig, cell: Cell, modules: Dict[str, torch.nn.Mo
     torch.manual_seed(cfg.preamble.seed)
     n, warmup = cfg.preamble.warmup + cfg.preamble.measured, cfg.preamble.warmup
     order = [i % len(data.batches) for i in range(n)]
-    brain = BRAINS[variant](modules, functools.partial(torch.optim.Adam, lr=cfg.learning_rate),
-                            run_opts={"device": device, "noprogressbar": True})
+    brain = _with_losses(BRAINS[variant])(modules, functools.partial(torch.optim.Adam, lr=cfg.learning_rate),
+                                          run_opts={"device": device, "noprogressbar": True,
+                                                    "precision": cfg.precision})
 
     brain = profile(brain, activities=(), modules=cfg.profiling.modules)  # the one profiling change
     brain.fit(range(1), DataLoader([data.batches[i] for i in order], batch_size=None))
+    losses = list(brain.step_losses[:n])  # the timed fit's steps only (the memory and trace steps come later)
 
     timing = brain.profiler.measurement("train")
     attribution = brain.profiler.modules
@@ -140,6 +162,7 @@ def measure_variant(cfg: TrainConfig, cell: Cell, modules: Dict[str, torch.nn.Mo
     extra: Dict[str, Any] = {
         "audio_s_per_step": [data.audio_s[i] for i in measured], "tokens_per_step": [data.tokens[i] for i in measured],
         "batch_of_step": measured, "memory_step_batch": longest, "modules": breakdown.to_dict(),
+        "precision": cfg.precision, "loss_per_step": losses,
         "params": params_extra(brain.modules, [r.label for r in breakdown.rows]),
         "loadavg_1m": os.getloadavg()[0]}
     counts = Counts(params=extra["params"]["total"], trainable_params=extra["params"]["trainable"])
@@ -160,7 +183,7 @@ def measure_variant(cfg: TrainConfig, cell: Cell, modules: Dict[str, torch.nn.Mo
         label=f"train:{variant}", cell=cell, warmup=warmup, wall_s=timing.wall_s[warmup:],
         cpu_s=timing.cpu_s[warmup:], cuda_s=[ms / 1e3 for ms in cuda] if cuda else None, memory=memory,
         counts=counts, settings={"brain": type(brain).__name__, "optimizer": "Adam", "modules_mode": breakdown.mode,
-                                 "learning_rate": cfg.learning_rate},
+                                 "learning_rate": cfg.learning_rate, "precision": cfg.precision},
         env=collect_env(), extra=extra)
 
 

@@ -235,3 +235,16 @@ class GreedyInterface(Pretrained):
         n_bytes = int(self.hparams.gigabytes_per_audio_s * 1e9 * _batch_seconds(self, wavs))
         block = torch.empty(n_bytes, dtype=torch.uint8, device=wavs.device)
         return block[:1].fill_(1)
+
+
+class CappedGreedyInterface(GreedyInterface):
+    """:class:`GreedyInterface` on a GPU made to look smaller: this process may hold ``cap_gb`` GB of the device
+    (``torch.cuda.set_per_process_memory_fraction``, set at the first call), so cells past the cap run out of memory
+    as they would on a smaller GPU."""
+
+    def process(self, wavs: torch.Tensor, wav_lens: torch.Tensor) -> torch.Tensor:
+        if not getattr(self, "_capped", False):
+            total = torch.cuda.get_device_properties(wavs.device).total_memory
+            torch.cuda.set_per_process_memory_fraction(self.hparams.cap_gb * 1e9 / total, wavs.device)
+            self._capped = True
+        return super().process(wavs, wav_lens)

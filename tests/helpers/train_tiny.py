@@ -17,3 +17,19 @@ def tiny_argv(output_folder, *extra):
     for key, value in tiny_overrides(output_folder).items():
         argv += [f"--{key}", json.dumps(value) if not isinstance(value, str) else value]
     return argv + list(extra)
+
+
+def train_ctc(folder, precision="fp32", devices="cpu"):
+    """The tiny CTC variant trained by the real job at ``precision`` (per-module memory left out): its one record,
+    checked ok, and its report."""
+    from sbprof.jobs.registry import get_job
+    from sbprof.jobs.runner import run_config
+    from sbprof.results import load_results
+    from sbprof.train.config import validate
+
+    tree = {**tiny_overrides(folder, variants=["ctc"], devices=devices, profiling={"memory": False}),
+            "precision": precision}
+    outcome = run_config(get_job("train"), validate(tree, "tiny.yaml", {"noprogressbar": True}), log=lambda line: None)
+    (record,) = load_results(outcome.results).records
+    assert record.ok, record.message
+    return record, (outcome.results.parent / "report.md").read_text()

@@ -53,7 +53,8 @@ def _config_cases(tmp_path: Path, job: str) -> dict:
         "an output path past PATH_MAX": ([config, "--output_folder", str(tmp_path) + ("/" + "x" * 250) * 20],
                                          "beyond this system's path limit"),
         "an unknown option": ([config, "--outputfolder", "x"], "unknown option --outputfolder"),
-        "a SpeechBrain training option": ([config, "--precision", "fp16"], "SpeechBrain training option"),
+        # (--precision is the train job's own key: its autocast precision)
+        "a SpeechBrain training option": ([config, "--eval_precision", "fp16"], "SpeechBrain training option"),
         "render-only on nothing": (["--render-only", str(tmp_path / "none")], "no such results folder or file"),
         "render-only without its folder": (["--render-only"], "argument --render-only: expected one argument"),
     }

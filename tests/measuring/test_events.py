@@ -66,8 +66,8 @@ def test_real_nested_operators_match_torch_self_times():
 class _Annotation:
     """The parts of a kineto event that step_windows reads."""
 
-    def __init__(self, name, start, end, annotation=True):
-        self._name, self._start, self._end, self._annotation = name, start, end, annotation
+    def __init__(self, name, start, end, annotation=True, device=DeviceType.CPU):
+        self._name, self._start, self._end, self._annotation, self._device = name, start, end, annotation, device
 
     def name(self):
         return self._name
@@ -81,6 +81,9 @@ class _Annotation:
     def is_user_annotation(self):
         return self._annotation
 
+    def device_type(self):
+        return self._device
+
 
 def test_step_windows_leave_out_warmup_steps_and_windows_marked_discarded():
     raw = [
@@ -92,3 +95,27 @@ def test_step_windows_leave_out_warmup_steps_and_windows_marked_discarded():
         _Annotation(step_label("op"), 95, 99, annotation=False),  # an operator that happens to share the name
     ]
     assert step_windows(raw) == [StepWindow("train", 20, 30), StepWindow("inner", 50, 55)]
+
+
+def test_the_mirror_of_a_step_on_the_gpu_timeline_is_not_a_second_step():
+    """On a GPU the profiler draws each record_function range again on the device's timeline, around its kernels
+    (gpu_user_annotation; kineto's is_user_annotation() is True for it too): one step, not two."""
+    raw = [
+        _Annotation(step_label("train"), 0, 100),
+        _Annotation(step_label("train"), 30, 120, device=DeviceType.CUDA),  # its kernels ran late and past the end
+        _Annotation(step_label("train"), 150, 250),
+        _Annotation(DISCARD_LABEL, 160, 160, device=DeviceType.CUDA),  # a mirrored marker discards nothing
+        _Annotation(step_label("train"), 170, 260, device=DeviceType.CUDA),
+    ]
+    assert step_windows(raw) == [StepWindow("train", 0, 100), StepWindow("train", 150, 250)]
+
+
+def test_device_time_leaves_out_the_ranges_mirrored_on_the_gpu_timeline():
+    """First contact with an H200 (2026-11-26): the record_function range the profiler draws again on the GPU's
+    timeline around its kernels was counted as GPU busy time beside them (6.9 ms in a 5.8 ms wall)."""
+    kernels = [_event(10 + i, f"gemm{i}", 100 + 30 * i, 120 + 30 * i, kind="kernel", device=DeviceType.CUDA)
+               for i in range(3)]
+    mirrored = _event(20, step_label("train"), 90, 200, kind="gpu_user_annotation", device=DeviceType.CUDA)
+    flagged = _event(21, "my_range", 95, 190, kind=None, device=DeviceType.CUDA, is_user_annotation=True)
+    assert device_us(EventList(kernels + [mirrored, flagged])) == 60  # the three kernels only
+    assert report_time(EventList(kernels + [mirrored])).cuda_us == 60

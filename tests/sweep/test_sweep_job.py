@@ -11,6 +11,7 @@ from typing import Dict
 import pytest
 import torch
 
+from benchmarks.gpu_truths import keep_report
 from helpers.fake_interfaces import replace_in_file, use_test_environment, write_model_folder, write_sweep_yaml
 from helpers.paths import EXAMPLE_AUDIO as EXAMPLE
 from sbprof.jobs.registry import get_job
@@ -340,6 +341,7 @@ def test_cuda_sweep_splits_host_and_gpu_busy_time(tmp_path):
         split = m.extra["device_split"]
         assert 0 < split["gpu_busy_s"] <= split["wall_s"] and 0 < split["host_busy_s"] <= split["wall_s"]
     report = (tmp_path / "out" / "report.md").read_text()
+    keep_report("profile-sweep-cuda", tmp_path / "out" / "report.md")
     busy = markdown_table(report, _cuda_heading(report), "Host busy / GPU busy")
     assert re.fullmatch(r"\d\.\d\dE[-+]\d\d / \d\.\d\dE[-+]\d\d of \d\.\d\dE[-+]\d\d", busy["1 s"]["1"])
     memory = markdown_table(report, _cuda_heading(report), "Peak memory (GB)")

@@ -45,6 +45,7 @@ from torch.utils._pytree import tree_flatten
 
 from sbprof.base.errors import ConfigError, MeasurementError
 from sbprof.measuring.flops.formulas import CONVENTIONS, FORMULAS, NO_FLOPS
+from sbprof.measuring.flops.peak import work_precision
 from sbprof.record.flops import FlopCount, ModuleFlops, OperatorFlops
 
 #: Sequence number of ``AccumulateGrad`` nodes (UINT64_MAX: they are not made by a forward).
@@ -108,6 +109,7 @@ class FlopCounter:
         self._forward: Dict[str, List[int]] = defaultdict(lambda: [0, 0])  # module -> [flops, macs]
         self._backward: Dict[str, List[int]] = defaultdict(lambda: [0, 0])
         self._untracked: Dict[str, int] = defaultdict(int)
+        self._precisions: Tuple[Dict[str, int], Dict[str, int]] = (defaultdict(int), defaultdict(int))  # fwd, bwd
         self._cache: Dict[Any, Tuple[Any, ...]] = {}
         self._saw_backward = False
         self._handles = [register_module_forward_pre_hook(self._enter_module),
@@ -194,6 +196,8 @@ class FlopCounter:
         else:
             self._saw_backward = True
             module, op = self._backward[self._backward_owner(node)], entry[3]
+        if macs:
+            self._precisions[node is not None][_precision_of(entry[1], args)] += macs
         module[0] += flops
         module[1] += macs
         op[0] += 1
@@ -241,13 +245,28 @@ class FlopCounter:
                 for i, value in enumerate(entry[2] + entry[3]):
                     values[i] += value
         forward_total, backward_total = total["", False], total["", True]
+        by_precision = dict(self._precisions[0])
+        for precision, macs in (self._precisions[1].items() if has_backward else ()):
+            by_precision[precision] = by_precision.get(precision, 0) + macs
         return FlopCount(
             flops=forward_total[0], macs=forward_total[1],
             backward_flops=backward_total[0] if has_backward else None,
             backward_macs=backward_total[1] if has_backward else None,
             modules=tuple(rows),
             operators=tuple(OperatorFlops(name, *values) for name, values in sorted(ops.items())),
-            untracked=dict(sorted(self._untracked.items())), conventions=CONVENTIONS)
+            untracked=dict(sorted(self._untracked.items())), conventions=CONVENTIONS,
+            macs_by_precision=dict(sorted(by_precision.items())))
+
+
+def _precision_of(name: str, args: Tuple[Any, ...]) -> str:
+    """The precision one product ran in, from its first tensor argument (see :func:`work_precision`): cuDNN's
+    operators (convolutions, RNNs) follow cuDNN's TF32 switch, the others the matmul one."""
+    tensor = next((a for a in args if isinstance(a, torch.Tensor)), None)
+    if tensor is None:
+        return "unknown"
+    cudnn = "convolution" in name or "cudnn" in name
+    tf32 = torch.backends.cudnn.allow_tf32 if cudnn else torch.backends.cuda.matmul.allow_tf32
+    return work_precision(tensor.dtype, tensor.device.type, tf32)
 
 
 def _tensors(tree: Any) -> List[torch.Tensor]:

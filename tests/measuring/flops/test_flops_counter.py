@@ -315,3 +315,24 @@ def test_foreach_forms_count_what_the_per_tensor_loops_count(step):
     if step == "adam":  # per parameter element: 2 moments (lerp 2; mul + addcmul 3), sqrt, divide,
         params = 8 * 4 + 4  # + eps, addcdiv 2; plus the step counter of each of the 2 tensors
         assert counts[0].flops == 10 * params + 2
+
+
+def test_macs_are_split_by_the_precision_the_products_ran_in():
+    """Every MAC of a float32 model lands under fp32 (the CPU has no TF32, whatever the switch says); under CPU
+    autocast the products run in bfloat16 (their inputs are cast before the dispatcher hands them on), the backward's
+    too; a float64 product is named by its dtype. The split adds up to the MACs counted."""
+    model, x = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8)), torch.ones(4, 16)
+    macs = 4 * 16 * 32 + 4 * 32 * 8
+    previous = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        plain = count_flops(model, x, backward=True)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = previous
+    assert plain.macs_by_precision == {"fp32": plain.total_macs} and plain.macs == macs
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        mixed = count_flops(model, x, backward=True)
+    assert mixed.macs_by_precision == {"bf16": mixed.total_macs}
+    assert count_flops(model, x).macs_by_precision == {"fp32": macs}  # no backward counted: none in the split
+    double = count_flops(model.double(), x.double())
+    assert double.macs_by_precision == {"float64": macs}

@@ -3,7 +3,8 @@
 
 The signals are made from the manifest (seeded noise of the listed duration), so no audio file is needed.
 With ``timed: True`` the Brain overrides ``fit_batch`` and appends each call's perf_counter time to
-``<output_folder>/fit_batch_s.txt`` (the tests' outside clock); every training loss goes to ``losses.txt``.
+``<output_folder>/fit_batch_s.txt`` (the tests' outside clock; on a GPU also the CUDA events' time around it, to
+``fit_batch_cuda_s.txt``); every training loss goes to ``losses.txt``.
 
     python train.py hparams.yaml --output_folder out [--timed True] [--number_of_epochs 2]
 """
@@ -37,13 +38,22 @@ class ToyBrain(sb.Brain):
 
 
 class TimedBrain(ToyBrain):
-    """Overrides fit_batch: the test's own clock around each call."""
+    """Overrides fit_batch: the test's own clock around each call (and, on a GPU, CUDA events around it too)."""
 
     def fit_batch(self, batch):
+        events = [torch.cuda.Event(enable_timing=True) for _ in range(2)] if str(self.device).startswith("cuda") \
+            else None
+        if events:
+            events[0].record()
         start = time.perf_counter()
         loss = super().fit_batch(batch)
         with open(self.hparams.output_folder + "/fit_batch_s.txt", "a") as f:
             f.write(f"{time.perf_counter() - start!r}\n")
+        if events:
+            events[1].record()
+            events[1].synchronize()
+            with open(self.hparams.output_folder + "/fit_batch_cuda_s.txt", "a") as f:
+                f.write(f"{events[0].elapsed_time(events[1]) / 1e3!r}\n")
         return loss
 
 
