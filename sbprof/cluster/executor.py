@@ -101,8 +101,8 @@ class Ticket:
     def apply(self, event: Dict[str, Any]) -> None:
         """Replay one event of the node into the runner's handlers."""
         kind = event.get("event")
-        if kind == "node":
-            self.stamp["node"] = event.get("node")
+        if kind == "node":  # where the batch runs: the host, and what the scheduler says of it
+            self.stamp.update({k: event[k] for k in ("node", "partition", "ray_node") if event.get(k)})
             self.handlers.loaded({"extra": {"cluster": dict(self.stamp)}})
         elif kind == "loaded":
             self.handlers.loaded({"extra": {**(event.get("extra") or {}), "cluster": dict(self.stamp)}})
@@ -144,6 +144,7 @@ class Flight:
     poll: Callable[[], List[Dict[str, Any]]]
     over: Callable[[], bool]
     finish: Callable[[Ticket], None]
+    applied: Callable[[], None] = lambda: None  # told once the events of a poll are saved
     after: List[Callable[[], None]] = field(default_factory=list)
 
 
@@ -188,18 +189,26 @@ class RemoteExecutor:
         for flight in list(self.flying):
             before = flight.ticket.records
             over = flight.over()  # asked before reading: what the node wrote before it ended is read below
-            for event in flight.poll():
-                flight.ticket.apply(event)
+            self._replay(flight)
             if over or flight.ticket.ended:
                 if not flight.ticket.ended:
-                    for event in flight.poll():
-                        flight.ticket.apply(event)
+                    self._replay(flight)
                 flight.finish(flight.ticket)
                 self.flying.remove(flight)
                 for then in flight.after:
                     then()
             stored = stored or flight.ticket.records > before
         return stored
+
+    @staticmethod
+    def _replay(flight: Flight) -> None:
+        events = flight.poll()
+        try:
+            for event in events:
+                flight.ticket.apply(event)
+        finally:
+            if events:
+                flight.applied()
 
     def stop(self) -> None:
         """The run stops: batches already sent keep running on their nodes (a Slurm job's records are collected by

@@ -59,7 +59,7 @@ def run_batch(spec: Dict[str, Any], emit: Emit, skip: frozenset = frozenset()) -
         emit({"event": "crash", "index": keep[index], "message": message})
 
     emit({"event": "node", "node": socket.gethostname(), "slurm_job": os.environ.get("SLURM_JOB_ID"),
-          "again": bool(skip)})
+          "partition": os.environ.get("SLURM_JOB_PARTITION"), "again": bool(skip)})
     try:
         if keep:
             Supervisor(job, lambda i, payload: emit({"event": "result", "index": keep[i], "payload": payload}), crash,
@@ -129,6 +129,10 @@ def ray_batch(spec: Dict[str, Any]) -> Iterator[Dict[str, Any]]:
             event = events.get()
             if event["event"] == "_done":
                 break
+            if event["event"] == "node":  # which Ray node (several may share a host name)
+                import ray
+
+                event["ray_node"] = ray.get_runtime_context().get_node_id()
             yield event
         text = log_path.read_bytes()[-LOG_BYTES:].decode(errors="replace") if log_path.exists() else ""
         yield {"event": "log", "text": text}
