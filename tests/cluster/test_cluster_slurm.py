@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
+import statistics
 import subprocess
 import time
 from pathlib import Path
@@ -14,7 +15,8 @@ import pytest
 
 from helpers.cluster_runs import sbprof_command, sweep
 from helpers.fake_interfaces import use_test_environment
-from sbprof.jobs.registry import run
+from sbprof.analysis.cluster import Price, cost_rows
+from sbprof.jobs.registry import render_only, run
 from sbprof.results import load_results
 
 pytestmark = pytest.mark.slurm
@@ -76,6 +78,14 @@ def test_a_sweep_through_slurm_gives_the_local_records_per_machine_type_from_job
     assert outcome.measured == 4 and outcome.failed == 0
     report = (tmp_path / "cluster" / "report.md").read_text()
     assert "## Cheapest" in report and "machine type **mb**" in report  # a quarter of ma's price per hour
+    measured = load_results(tmp_path / "cluster" / "machines" / "mb")
+    for row in cost_rows("mb", measured, Price(per_hour=0.5)):  # one run: its median batch RTF x 0.5 EUR x 1000
+        m = next(r for r in measured.records if r.cell == row.cell)
+        rtf = statistics.median(w / m.audio_seconds for w in m.wall_s)
+        assert row.cost.median == pytest.approx(rtf * 0.5 * 1000, rel=1e-12)
+    for written in (tmp_path / "cluster").rglob("report.md"):
+        written.unlink()
+    assert {"report.md", "ma/report.md", "mb/report.md"} <= set(render_only(tmp_path / "cluster", job="profile"))
 
 
 def test_a_cancelled_job_records_its_cells_with_slurms_reason_and_retry_failed_measures_them(
