@@ -59,16 +59,17 @@ class Price:
 
 @dataclass(frozen=True)
 class NodeOffset:
-    """One node of a type: its runs, and how far its runs sit from their cells' medians (``exp(offset) - 1``)."""
+    """One node of a type: its records, and how far its runs sit from their cells' medians (``exp(offset) - 1``;
+    ``None`` when none of its cells has runs on other nodes to compare with)."""
 
     node: str
-    runs: int
-    offset: float
+    records: int
+    offset: Optional[float] = None
     outlier: bool = False
 
     @property
-    def relative(self) -> float:
-        return math.exp(self.offset) - 1
+    def relative(self) -> Optional[float]:
+        return None if self.offset is None else math.exp(self.offset) - 1
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,10 @@ def type_nodes(machine: str, records: Sequence[Measurement]) -> TypeNodes:
     (['n3'], 0.007)
     """
     ratios: Dict[str, List[float]] = {}
+    seen: Dict[str, int] = {}
+    for m in records:
+        if node_of(m):
+            seen[node_of(m)] = seen.get(node_of(m), 0) + 1
     for runs in group_runs([m for m in records if m.ok and m.wall_s and node_of(m)]).values():
         if len(runs) < 2:
             continue
@@ -160,12 +165,12 @@ def type_nodes(machine: str, records: Sequence[Measurement]) -> TypeNodes:
     spread = 1.4826 * statistics.median(abs(x) for x in within) if within else 0.0  # scaled MAD within nodes
     centre = statistics.median(offsets.values()) if offsets else 0.0
     nodes = []
-    for node in sorted(offsets):
-        far = abs(offsets[node] - centre)
+    for node in sorted(seen):
+        far = abs(offsets[node] - centre) if node in offsets else 0.0
         # Two nodes apart cannot tell which one is off: from three on, the odd one out is named.
         outlier = len(offsets) >= 3 and far > math.log1p(NODE_OUTLIER_REL) and far > NODE_OUTLIER_SPREADS * spread
-        nodes.append(NodeOffset(node, len(ratios[node]), offsets[node], outlier))
-    kept = [n.offset for n in nodes if not n.outlier]
+        nodes.append(NodeOffset(node, seen[node], offsets.get(node), outlier))
+    kept = [n.offset for n in nodes if n.offset is not None and not n.outlier]
     hardware = sorted({_hardware(m) for m in records if m.env is not None and m.ok})
     return TypeNodes(machine, nodes, statistics.stdev(kept) if len(kept) >= 2 else None, hardware)
 

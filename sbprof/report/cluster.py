@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
-from sbprof.analysis.cluster import HOURS, ClusterSummary, Cost, CostRow, TypeNodes
+from sbprof.analysis.cluster import HOURS, ClusterSummary, Cost, CostRow, NodeOffset, TypeNodes
 from sbprof.base.stats import METRICS
 from sbprof.record import Cell
 from sbprof.report.format import plural, sig3, table
@@ -56,14 +56,19 @@ def _rtf_text(row: CostRow) -> str:
     return f"{sig3(row.rtf.median)} [{sig3(row.rtf.low)}, {sig3(row.rtf.high)}]"
 
 
+def _offset_text(node: NodeOffset) -> str:
+    if node.relative is None:
+        return "n/a (no cell with runs on another node)"
+    return f"{100 * node.relative:+.1f} %" + (" **outlier**" if node.outlier else "")
+
+
 def _nodes_sections(nodes: List[TypeNodes]) -> List[str]:
     rows, per_node = [], []
     for t in nodes:
-        floor = f"{100 * t.floor:.1f} %" if t.floor is not None else "n/a (fewer than two nodes with runs)"
+        floor = f"{100 * t.floor:.1f} %" if t.floor is not None else "n/a (fewer than two nodes to compare)"
         outliers = ", ".join(f"{n.node} ({100 * n.relative:+.1f} %)" for n in t.nodes if n.outlier) or "none"
         rows.append([t.machine, str(len(t.nodes)), "; ".join(t.hardware) or "?", floor, outliers])
-        per_node += [[t.machine, n.node, str(n.runs), f"{100 * n.relative:+.1f} %" + (" **outlier**" if n.outlier
-                                                                                       else "")] for n in t.nodes]
+        per_node += [[t.machine, n.node, str(n.records), _offset_text(n)] for n in t.nodes]
     return ["", "## Machine types and their nodes", "",
             "Between-node floor: each run's median call divided by its cell's median over all runs (logarithms); "
             "a node's offset is the median of its runs', the floor the standard deviation of the nodes' offsets "
@@ -73,11 +78,15 @@ def _nodes_sections(nodes: List[TypeNodes]) -> List[str]:
             "apart from which node ran them.", "",
             table(rows, ["machine type", "nodes", "hardware (as its records say)", "between-node floor",
                          "outlying nodes"]),
-            "", table(per_node, ["machine type", "node", "runs", "offset from its cells' medians"])]
+            "", table(per_node, ["machine type", "node", "records", "offset from its cells' medians"])]
 
 
 def _cost_sections(summary: ClusterSummary) -> List[str]:
-    cur = summary.currency or "(no currency named)"
+    cur = summary.currency or "(no price given)"
+    if not summary.costs:
+        return ["", f"## Cost of {HOURS:,.0f} hours of audio", "",
+                "No record of this job gives a processing time per second of audio (or a stream's capacity): no "
+                "cost per hour of audio here."]
     rows = [[cell_text(r.cell), r.machine, str(r.runs), _rtf_text(r), "yes" if r.realtime else "no",
              cost_text(r.cost, cur), cost_text(r.cpu_cost, cur) if r.cpu_cost else "n/a"] for r in summary.costs]
     sources = sorted({f"{r.machine}: {r.core_price}" for r in summary.costs if r.core_price})

@@ -38,7 +38,7 @@ def test_the_between_node_floor_is_the_spread_of_known_node_offsets():
     centre = statistics.median(OFFSETS.values())
     for n in nodes.nodes:
         assert n.relative == pytest.approx(OFFSETS[n.node] / centre - 1, abs=0.004) and not n.outlier
-    assert {n.runs for n in nodes.nodes} == {12}  # 6 cells x 2 runs per node, pooled across runs
+    assert {n.records for n in nodes.nodes} == {12}  # 6 cells x 2 runs per node, pooled across runs
 
 
 def test_a_node_whose_cells_are_slow_is_named_and_left_out_of_the_floor():
@@ -77,3 +77,24 @@ def test_the_cheapest_is_the_lowest_cost_that_stays_real_time_and_types_are_neve
     assert costs == pytest.approx({"fast": 1000.0, "slow": 200.0, "mid": 500.0})  # RTF x price x 1000, per type
     assert summary.cheapest["m"].machine == "mid"  # slow is cheaper but not real-time (RTF 2)
     assert summary.merged is not None and [m.label for m in summary.merged.machines] == ["fast", "slow", "mid"]
+
+
+def test_a_streams_cost_is_its_node_price_over_the_streams_it_serves_within_the_delay_target(tmp_path, monkeypatch):
+    from helpers.fake_interfaces import use_test_environment
+    from helpers.fake_streaming import write_fake_model
+    from helpers.stream_configs import write_stream_yaml
+    from sbprof.analysis.stream import analyse
+    from sbprof.cli import main
+    from sbprof.results import load_results
+
+    use_test_environment(monkeypatch, tmp_path / "cache")
+    model = write_fake_model(tmp_path / "fake", compute_s=0.02, frame_samples=400, final_chunks=0)
+    path = write_stream_yaml(tmp_path / "s.yaml", str(model), audio_s=0.4, output_folder=tmp_path / "out",
+                             capacity={"chunk_size": 8, "left_context_chunks": 2, "max_streams": 2})
+    assert main(["stream", str(path), "--noprogressbar"]) == 0
+    results = load_results(tmp_path / "out")
+    capacity = analyse(results).settings[0].capacity
+    row, = cost_rows("cpu", results, Price(per_hour=3.0))
+    assert capacity.capacity and row.capacity == capacity.capacity and row.realtime
+    assert row.cost.median == pytest.approx(3000.0 / capacity.capacity)  # the node's hour serves that many streams
+    assert row.cost.low == pytest.approx(3000.0 / max(capacity.found))
