@@ -26,13 +26,15 @@ streams within the delay target) at once: ``price_per_hour x 1000 /
 capacity``, its interval from the runs' capacities. **Cheapest**, per model:
 the (machine type, setting, cell) of lowest cost whose RTF interval stays
 below 1 (real-time), or whose capacity search found a stream count within
-the delay target.
+the delay target; the real-time choices whose cost interval overlaps its
+are named beside it (not told apart from it).
 """
 from __future__ import annotations
 
 import math
 import statistics
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from sbprof.analysis.intervals import RunInterval
@@ -126,6 +128,7 @@ class ClusterSummary:
     nodes: List[TypeNodes]
     costs: List[CostRow]
     cheapest: Dict[str, CostRow]
+    rivals: Dict[str, List[CostRow]] = field(default_factory=dict)  # real-time rows whose cost interval overlaps
     merged: Optional[MachinesSummary] = None
     prices: Dict[str, Price] = field(default_factory=dict)
 
@@ -253,17 +256,30 @@ def cheapest(rows: Sequence[CostRow]) -> Dict[str, CostRow]:
     return best
 
 
+def rivals(rows: Sequence[CostRow], best: CostRow) -> List[CostRow]:
+    """The other real-time, priced rows of ``best``'s model whose cost interval overlaps its: the cheapest is not
+    told apart from them (cheapest first)."""
+    same = [r for r in rows if r is not best and r.realtime and r.cost is not None and r.cell.model == best.cell.model
+            and r.cell.variant == best.cell.variant and r.cost.low <= best.cost.high]
+    return sorted(same, key=lambda r: r.cost.median)
+
+
 def analyse_cluster(job: str, types: Sequence[Tuple[str, str, Results]], prices: Dict[str, Price],
                     currency: str) -> ClusterSummary:
     """The one analysis of a job measured on several machine types: ``types`` holds each type's name, results
     folder and results (see the module docstring)."""
     costs = [row for name, _, results in types for row in cost_rows(name, results, prices.get(name, Price()))]
+    order = {name: i for i, (name, _, _) in enumerate(types)}
+    costs.sort(key=lambda r: (str(r.cell.key()), order[r.machine]))  # one cell's types next to each other
     merged = None
     if job in ("profile", "compare-models") and len(types) > 1:  # the jobs whose machines analyse_machines sets side by side
-        merged = analyse_machines([Machine(name, source, results) for name, source, results in types])
+        merged = analyse_machines([Machine(name, Path(source), results)
+                                   for name, source, results in types])
+    best = cheapest(costs)
     return ClusterSummary(job=job, currency=currency, machines=[name for name, _, _ in types],
                           nodes=[type_nodes(name, results.records) for name, _, results in types], costs=costs,
-                          cheapest=cheapest(costs), merged=merged, prices=dict(prices))
+                          cheapest=best, rivals={model: rivals(costs, row) for model, row in best.items()},
+                          merged=merged, prices=dict(prices))
 
 
 def prices_of(spec: Dict[str, Any]) -> Dict[str, Price]:

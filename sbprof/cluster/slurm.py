@@ -113,7 +113,8 @@ class SlurmExecutor(RemoteExecutor):
         self.ledger.add(entry)  # first: a driver killed during sbatch finds the job by its name
         spec = {"module": job.module, "payload": job.payload, "n_items": job.n_items, "name": job.name,
                 "log_path": str(job.log_path), "python": job.python, "env": job.env, "timeout_s": self.timeout_s}
-        executor = submitit.SlurmExecutor(folder=self.jobs / "slurm" / "%j", python=job.python)
+        # submitit runs its job under this interpreter; the node's supervisor starts the batch's own (job.python).
+        executor = submitit.SlurmExecutor(folder=self.jobs / "slurm" / "%j")
         try:
             executor.update_parameters(job_name=f"sbprof-{token}", **self.parameters)
             from sbprof.cluster.node import slurm_batch

@@ -156,8 +156,7 @@ class _Run:
         return bool(fresh)
 
     def batch(self, batch: Batch) -> bool:
-        """Run ``batch``'s missing items in worker processes (through the executor); True when a record was
-        stored."""
+        """Run ``batch``'s missing items in worker processes, by the executor; True when a record was stored."""
         wanted = [i for i in batch.items
                   if not i.calibration and (not batch.resumable or needs_measuring(self.view, i.cell))]
         if not wanted:
@@ -355,19 +354,17 @@ def _run_locked(plan: Plan, folder: Path, retry_failed: bool, progress_bar: bool
                     stored = executor.wait()  # batches sent side by side (a cluster): all in before going on
                 else:
                     stored = run.records(step) if isinstance(step, Records) else run.batch(step)
-                if isinstance(step, Batch):
+                if not isinstance(step, Records):  # a batch, or a cluster's pass of batches side by side
                     budget.took(time.monotonic() - started)
                 changed = changed or stored
                 if render is not None and stored and not isinstance(step, Records):
                     outcome.outputs.update(render(store.snapshot()))
                     changed = False
             changed = executor.wait() or changed
-        except ConfigError:
+        except BaseException as exc:
             executor.stop()
-            refused = not changed  # the plan refused what is stored: the earlier reports stay as they were
-            raise
-        except BaseException:
-            executor.stop()
+            # The plan refused what is stored (bad input): the earlier reports stay as they were.
+            refused = isinstance(exc, ConfigError) and not changed
             raise
         finally:
             run.bar.close()

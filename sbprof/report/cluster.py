@@ -103,8 +103,12 @@ def _cost_sections(summary: ClusterSummary) -> List[str]:
     if not summary.cheapest:
         lines.append("No priced machine type kept a cell real-time (give each type its price_per_hour).")
     for model, r in sorted(summary.cheapest.items()):
+        close = summary.rivals.get(model, [])
+        told = (f" Not told apart (their cost intervals overlap) from {len(close)} other choice(s), e.g. "
+                + "; ".join(f"{o.machine}, {cell_text(o.cell)}: {cost_text(o.cost, cur)}" for o in close[:3]) + "."
+                if close else " No other real-time choice's cost interval reaches it.")
         lines.append(f"- **{model}**: machine type **{r.machine}**, {cell_text(r.cell)}: "
-                     f"{cost_text(r.cost, cur)} per {HOURS:,.0f} h of audio, RTF {_rtf_text(r)}.")
+                     f"{cost_text(r.cost, cur)} per {HOURS:,.0f} h of audio, RTF {_rtf_text(r)}.{told}")
     return lines
 
 

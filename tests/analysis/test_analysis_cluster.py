@@ -76,6 +76,7 @@ def test_the_cheapest_is_the_lowest_cost_that_stays_real_time_and_types_are_neve
     costs = {r.machine: r.cost.median for r in summary.costs}
     assert costs == pytest.approx({"fast": 1000.0, "slow": 200.0, "mid": 500.0})  # RTF x price x 1000, per type
     assert summary.cheapest["m"].machine == "mid"  # slow is cheaper but not real-time (RTF 2)
+    assert summary.rivals["m"] == []  # fast costs twice as much: its interval does not reach mid's
     assert summary.merged is not None and [m.label for m in summary.merged.machines] == ["fast", "slow", "mid"]
 
 
