@@ -79,6 +79,7 @@ def sbatch_parameters(options: Dict[str, Any]) -> Dict[str, Any]:
     import inspect
 
     known = set(inspect.signature(_make_sbatch_string).parameters) - {"command", "folder", "additional_parameters"}
+    options = {k: v for k, v in options.items() if v is not False}  # an sbatch flag set false is a flag left out
     direct = {k: v for k, v in options.items() if k in known}
     extra = {k.replace("_", "-"): v for k, v in options.items() if k not in known}
     if isinstance(direct.get("time"), str):  # "HH:MM:SS": sbatch reads it, submitit wants minutes
@@ -103,6 +104,29 @@ class SlurmExecutor(RemoteExecutor):
         self.jobs = self.folder / JOBS_DIR
         self.timeout_s = timeout_s
         self.ledger = Ledger(self.folder)
+        self._check()
+
+    def _check(self) -> None:
+        """Ask Slurm whether it would take this type's jobs (``sbatch --test-only``: nothing is submitted), so a
+        partition or option it refuses is one line before any job of any type is sent."""
+        import tempfile
+
+        from submitit.slurm.slurm import _make_sbatch_string
+
+        with tempfile.TemporaryDirectory(prefix="sbprof-sbatch-") as tmp:
+            script = Path(tmp) / "check.sh"
+            script.write_text(_make_sbatch_string(command="true", folder=tmp, job_name="sbprof-check",
+                                                  **self.parameters))
+            try:
+                checked = subprocess.run(["sbatch", "--test-only", str(script)], capture_output=True, text=True,
+                                         timeout=120)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise ConfigError(f"executor: kind slurm, but sbatch cannot be run here ({exc}); start sbprof on a "
+                                  "machine of the cluster (a login node)") from None
+        if checked.returncode != 0:
+            lines = [line.strip() for line in (checked.stderr + checked.stdout).splitlines() if line.strip()]
+            raise ConfigError(f"executor.machines.{self.machine.name}: Slurm would refuse its jobs: "
+                              f"{lines[0] if lines else f'sbatch --test-only exit code {checked.returncode}'}")
 
     def submit(self, job: WorkerJob, handlers: Handlers, adds_figures: bool) -> Flight:
         import submitit

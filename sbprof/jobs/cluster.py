@@ -15,6 +15,7 @@ all. ``--render-only`` on the folder renders every report again.
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -78,33 +79,35 @@ def run_cluster(job: Job, cfg: Any, log: Callable[[str], None] = print) -> Any:
 
     pre = cfg.preamble
     spec: ExecutorSpec = pre.executor
+    root = Path(pre.output_folder)
+    created = not root.exists()
+    interrupt = threading.Event()
+    runs: List[Tuple[MachineType, Path, Any, Any]] = []
+    for machine in spec.machines:  # every plan and executor checked before anything is written or submitted
+        folder = root / MACHINES_DIR / machine.name
+        plan = TypedPlan(job.plan(type_config(cfg, machine, folder)), spec, machine)
+        runs.append((machine, folder, plan, make_executor(spec, machine, folder, pre.timeout_s, interrupt)))
     root = prepare_output_folder(pre.output_folder)
+    outcomes: Dict[str, Any] = {}
+    errors: List[BaseException] = []
+
+    def measure(machine: MachineType, folder: Path, plan: Any, executor: Any) -> None:
+        try:
+            outcomes[machine.name] = run_job(
+                plan, str(folder), retry_failed=pre.retry_failed, progress_bar=pre.progress_bar and len(runs) == 1,
+                render=lambda results: reports(job, results, folder), derive=job.derive,
+                summarise=lambda results: summary_block(job, results), log=lambda line: log(f"{machine.name}: {line}"),
+                time_budget_s=pre.time_budget_s, executor=executor)
+        except BaseException as exc:  # kept for the main thread, which raises the first
+            errors.append(exc)
+            interrupt.set()  # the other types stop too: the run ends here
+
     with sigterm_interrupts(), FolderLock(root):
         atomic_write(root / CLUSTER_FILE, json.dumps({"job": job.name, "executor": spec.to_dict()}, indent=1) + "\n")
-        interrupt = threading.Event()
-        runs: List[Tuple[MachineType, Path, Any, Any]] = []
-        for machine in spec.machines:
-            folder = root / MACHINES_DIR / machine.name
-            typed = type_config(cfg, machine, folder)
-            folder.mkdir(parents=True, exist_ok=True)
-            runs.append((machine, folder, TypedPlan(job.plan(typed), spec, machine),
-                         make_executor(spec, machine, folder, pre.timeout_s, interrupt)))
-        outcomes: Dict[str, Any] = {}
-        errors: List[BaseException] = []
-
-        def measure(machine: MachineType, folder: Path, plan: Any, executor: Any) -> None:
-            try:
-                outcomes[machine.name] = run_job(
-                    plan, str(folder), retry_failed=pre.retry_failed, progress_bar=pre.progress_bar and len(runs) == 1,
-                    render=lambda results: reports(job, results, folder), derive=job.derive,
-                    summarise=lambda results: summary_block(job, results), log=lambda line: log(f"{machine.name}: {line}"),
-                    time_budget_s=pre.time_budget_s, executor=executor)
-            except BaseException as exc:  # kept for the main thread, which raises the first
-                errors.append(exc)
-                interrupt.set()  # the other types stop too: the run ends here
-
         _side_by_side([lambda r=r: measure(*r) for r in runs], interrupt)
         if errors:
+            if created and not any((folder / "results.json").exists() for _, folder, _, _ in runs):
+                shutil.rmtree(root, ignore_errors=True)  # bad input found only now leaves nothing behind
             raise next((e for e in errors if not isinstance(e, KeyboardInterrupt)), errors[0])
         outputs = render_cluster_folder(root)
     return _outcome(root, outcomes, outputs)

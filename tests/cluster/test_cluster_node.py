@@ -76,3 +76,4 @@ def test_sbatch_options_reach_submitit_and_a_job_is_never_requeued():
     assert (params["partition"], params["exclusive"], params["mail_type"], params["time"]) == ("gpu", True, "END", None)
     assert params["additional_parameters"] == {"reservation": "speech", "time": "2:00:00", "no-requeue": True}
     assert json.loads(json.dumps(params))  # plain values only
+    assert "exclusive" not in sbatch_parameters({"exclusive": False})  # sbatch's --exclusive takes no "false"

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from helpers.cluster_runs import sweep
+from helpers.cluster_runs import ray_cluster, sweep  # noqa: F401 (ray_cluster: a fixture)
 from helpers.fake_interfaces import use_test_environment
 from sbprof.jobs.registry import run
 from sbprof.results import load_results
@@ -25,7 +25,9 @@ def ray_types(address: str) -> str:
 """
 
 
-def test_each_cell_lands_on_a_node_of_its_machine_type(tmp_path, monkeypatch, ray_cluster):
+def test_cells_land_only_on_nodes_of_their_type_and_a_node_killed_mid_batch_leaves_error_records(
+        tmp_path, monkeypatch, ray_cluster):
+    """One test, so that Ray's cluster starts once (half a minute on a busy 2-core machine)."""
     use_test_environment(monkeypatch, tmp_path / "cache")
     outcome = run("profile", str(sweep(tmp_path, "out", ray_types(ray_cluster.address))), noprogressbar=True,
                   log=lambda line: None)
@@ -37,16 +39,13 @@ def test_each_cell_lands_on_a_node_of_its_machine_type(tmp_path, monkeypatch, ra
         assert all(m.extra["cluster"]["type"] == machine for m in records)
         assert (tmp_path / "out" / "machines" / machine / "logs").is_dir()  # the node's worker log, sent back
 
-
-def test_a_node_killed_mid_batch_gives_error_records_and_the_other_type_completes(tmp_path, monkeypatch,
-                                                                                  ray_cluster):
-    use_test_environment(monkeypatch, tmp_path / "cache")
-    path = sweep(tmp_path, "out", ray_types(ray_cluster.address), rtf=1.0, lengths=(0.5, 1.0), batch_sizes=(1,))
+    # Then mb's node is killed while it measures its two cells (1 s of spin per second of audio).
+    path = sweep(tmp_path, "killed", ray_types(ray_cluster.address), rtf=1.0, lengths=(0.5, 1.0), batch_sizes=(1,))
     done = {}
     runner = threading.Thread(target=lambda: done.update(outcome=run("profile", str(path), noprogressbar=True,
                                                                      log=lambda line: None)))
     runner.start()
-    results = tmp_path / "out" / "machines" / "mb" / "results.json"
+    results = tmp_path / "killed" / "machines" / "mb" / "results.json"
     end = time.monotonic() + 240
     while not (results.exists() and load_results(results).records):  # mb's first cell measured
         assert time.monotonic() < end and runner.is_alive(), "mb measured nothing"
@@ -58,6 +57,6 @@ def test_a_node_killed_mid_batch_gives_error_records_and_the_other_type_complete
     assert sorted(m.status for m in lost) == ["error", "ok"]
     failed = next(m for m in lost if not m.ok)
     assert "the Ray task ended before its batch did" in failed.message and failed.extra["cluster"]["type"] == "mb"
-    kept = load_results(tmp_path / "out" / "machines" / "ma").records
+    kept = load_results(tmp_path / "killed" / "machines" / "ma").records
     assert len(kept) == 2 and all(m.ok for m in kept)
     assert done["outcome"].failed == 1 and done["outcome"].measured == 3

@@ -13,9 +13,11 @@ from typing import List
 
 import pytest
 
-from helpers.cluster_runs import sbprof_command, sweep
+from helpers.cluster_runs import sbprof_command, slurm, sweep  # noqa: F401 (slurm: a fixture)
 from helpers.fake_interfaces import use_test_environment
+from helpers.refusals import assert_refused
 from sbprof.analysis.cluster import Price, cost_rows
+from sbprof.cli import main
 from sbprof.jobs.registry import render_only, run
 from sbprof.results import load_results
 
@@ -30,9 +32,11 @@ TWO_TYPES = """executor:
 """
 ONE_TYPE = """executor:
     kind: slurm
+    exclusive: false
     machines:
         ma: {partition: ma}
 """
+"""Not exclusive: the two test processes' jobs share the one node instead of queueing."""
 
 
 def kinds(records):
@@ -49,9 +53,10 @@ def events(folder: Path) -> List[dict]:
             for line in path.read_text().splitlines() if line.strip()]
 
 
-def wait_for(condition, what: str, timeout_s: float = 240.0) -> None:
+def wait_for(condition, what: str, driver: subprocess.Popen, timeout_s: float = 240.0) -> None:
     end = time.monotonic() + timeout_s
     while not condition():
+        assert driver.poll() is None, f"the driver ended (exit code {driver.returncode}) before {what}"
         assert time.monotonic() < end, f"timed out waiting for {what}"
         time.sleep(0.2)
 
@@ -75,6 +80,9 @@ def test_a_sweep_through_slurm_gives_the_local_records_per_machine_type_from_job
             assert min(w / m.audio_seconds for w in m.wall_s) >= 0.05  # a spin never ends early
         assert (folder / "report.md").is_file()
         assert worker_starts(folder) == 1
+        script, = (folder / "jobs" / "slurm").glob("*/*_submission.sh")
+        assert {"#SBATCH --exclusive", "#SBATCH --no-requeue", f"#SBATCH --partition={machine}"} <= set(
+            script.read_text().splitlines())  # exclusive by default, never requeued
     assert outcome.measured == 4 and outcome.failed == 0
     report = (tmp_path / "cluster" / "report.md").read_text()
     assert "## Cheapest" in report and "machine type **mb**" in report  # a quarter of ma's price per hour
@@ -96,7 +104,7 @@ def test_a_cancelled_job_records_its_cells_with_slurms_reason_and_retry_failed_m
     driver = subprocess.Popen(sbprof_command(str(path)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         wait_for(lambda: any(e["event"] == "result" for e in events(folder)) if (folder / "jobs").exists() else False,
-                 "the job's first record")
+                 "the job's first record", driver)
         job = json.loads((folder / "cluster-jobs.json").read_text())["jobs"][0]["job"]
         subprocess.run(["scancel", job], check=True, timeout=60)
         out, _ = driver.communicate(timeout=240)
@@ -120,7 +128,7 @@ def test_a_driver_killed_mid_sweep_and_run_again_measures_no_cell_twice(tmp_path
     driver = subprocess.Popen(sbprof_command(str(path)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for(lambda: any(e["event"] == "result" for e in events(folder)) if (folder / "jobs").exists() else False,
-                 "the first job's first record")
+                 "the first job's first record", driver)
     finally:
         driver.send_signal(signal.SIGKILL)
         driver.wait()
@@ -133,3 +141,11 @@ def test_a_driver_killed_mid_sweep_and_run_again_measures_no_cell_twice(tmp_path
     assert worker_starts(folder) == 2  # one worker per batch: the killed driver's job was not sent again
     assert len({m.extra["cluster"]["job"] for m in records}) == 2
     assert json.loads((folder / "cluster-jobs.json").read_text())["jobs"] == []
+
+
+def test_an_option_slurm_refuses_is_one_line_before_any_job_of_any_type_is_sent(tmp_path, monkeypatch, capsys, slurm):
+    use_test_environment(monkeypatch, tmp_path / "cache")
+    path = sweep(tmp_path, "out", TWO_TYPES.replace("partition: mb", "partition: nope"))
+    assert_refused(main(["profile", str(path), "--noprogressbar"]), capsys,
+                   "executor.machines.mb: Slurm would refuse its jobs: sbatch: error: invalid partition specified: nope",
+                   nothing_in=tmp_path / "out")
