@@ -71,11 +71,11 @@ def make_executor(spec: ExecutorSpec, machine: MachineType, folder: Path, timeou
     return RayExecutor(spec, machine, timeout_s, interrupt)
 
 
-def run_cluster(job: Job, cfg: Any, log: Callable[[str], None] = print) -> Any:
-    """Measure ``job`` on every machine type of its executor (see the module docstring); the runner's
-    :class:`~sbprof.jobs.runner.Outcome` of all types together."""
+def run_cluster(job: Job, cfg: Any, log: Callable[[str], None], run_job: Callable[..., Any],
+                outcome: Callable[..., Any]) -> Any:
+    """Measure ``job`` on every machine type of its executor (see the module docstring), each type by the runner's
+    ``run_job``; the runner's ``outcome`` (:class:`~sbprof.jobs.runner.Outcome`) of all types together."""
     from sbprof.jobs.render import reports, summary_block
-    from sbprof.jobs.runner import run_job, sigterm_interrupts
 
     pre = cfg.preamble
     spec: ExecutorSpec = pre.executor
@@ -102,15 +102,20 @@ def run_cluster(job: Job, cfg: Any, log: Callable[[str], None] = print) -> Any:
             errors.append(exc)
             interrupt.set()  # the other types stop too: the run ends here
 
-    with sigterm_interrupts(), FolderLock(root):
+    with FolderLock(root):
         atomic_write(root / CLUSTER_FILE, json.dumps({"job": job.name, "executor": spec.to_dict()}, indent=1) + "\n")
-        _side_by_side([lambda r=r: measure(*r) for r in runs], interrupt)
+        outputs: Dict[str, Path] = {}
+        try:
+            _side_by_side([lambda r=r: measure(*r) for r in runs], interrupt)
+        finally:  # also after an interruption: the types side by side as far as they were measured
+            measured = any((folder / "results.json").exists() for _, folder, _, _ in runs)
+            if measured:
+                outputs = render_cluster_folder(root)
         if errors:
-            if created and not any((folder / "results.json").exists() for _, folder, _, _ in runs):
+            if created and not measured:
                 shutil.rmtree(root, ignore_errors=True)  # bad input found only now leaves nothing behind
             raise next((e for e in errors if not isinstance(e, KeyboardInterrupt)), errors[0])
-        outputs = render_cluster_folder(root)
-    return _outcome(root, outcomes, outputs)
+    return _outcome(outcome(folder=root, results=root / MACHINES_DIR), outcomes, outputs)
 
 
 def _side_by_side(tasks: List[Callable[[], None]], interrupt: threading.Event) -> None:
@@ -132,10 +137,8 @@ def _side_by_side(tasks: List[Callable[[], None]], interrupt: threading.Event) -
         raise
 
 
-def _outcome(root: Path, outcomes: Dict[str, Any], outputs: Dict[str, Path]) -> Any:
-    from sbprof.jobs.runner import Outcome
-
-    out = Outcome(folder=root, results=root / MACHINES_DIR)
+def _outcome(out: Any, outcomes: Dict[str, Any], outputs: Dict[str, Path]) -> Any:
+    """``out`` (an empty outcome of the whole run) holding what each machine type's run did."""
     for name, o in outcomes.items():
         out.measured += o.measured
         out.failed += o.failed

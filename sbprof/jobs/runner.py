@@ -383,10 +383,11 @@ def run_config(job: Job, cfg: Any, log: Callable[[str], None] = print) -> Outcom
     from sbprof.jobs.render import reports, summary_block
 
     pre = cfg.preamble
-    if pre.executor is not None:  # a cluster's machine types, each in its own folder (sbprof.jobs.cluster)
+    if pre.executor is not None:  # a cluster's machine types, each measured by run_job in its own folder
         from sbprof.jobs.cluster import run_cluster
 
-        return run_cluster(job, cfg, log)
+        with sigterm_interrupts():
+            return run_cluster(job, cfg, log, run_job, Outcome)
     return run_job(job.plan(cfg), pre.output_folder, retry_failed=pre.retry_failed,
                    progress_bar=pre.progress_bar, timeout_s=pre.timeout_s,
                    render=lambda results: reports(job, results, pre.output_folder), derive=job.derive,

@@ -6,22 +6,23 @@ job's usual one, is in its folder (``machines/<type>/``).
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from sbprof.analysis.cluster import HOURS, ClusterSummary, Cost, CostRow, NodeOffset, TypeNodes
 from sbprof.base.stats import METRICS
-from sbprof.record import Cell
 from sbprof.report.format import plural, sig3, table
 from sbprof.report.machines import render_merged
 
 REPORT_FILE = "report.md"
 
 
-def cell_text(cell: Cell) -> str:
-    """A cell without its run: ``m (v), cpu 2 threads, 2 s x 4, chunk_size=8``.
+def cell_text(cell: Any) -> str:
+    """A cell (the analysis's :class:`~sbprof.record.cell.Cell`) without its run: ``m (v), cpu 2 threads, 2 s x 4,
+    chunk_size=8``.
 
     Example
     -------
+    >>> from sbprof.record.cell import Cell
     >>> cell_text(Cell(model="m", device="cpu", threads=2, audio_s=2.0, batch_size=4))
     'm, cpu 2 threads, 2 s x 4'
     """
