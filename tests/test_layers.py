@@ -24,7 +24,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sbprof"
 
 LAYERS = {
     0: ("sbprof.base", "sbprof.record", "sbprof.analysis"),
-    1: ("sbprof.measuring", "sbprof.models", "sbprof.results", "sbprof.workers"),
+    1: ("sbprof.measuring", "sbprof.models", "sbprof.results", "sbprof.workers", "sbprof.cluster"),
     2: ("sbprof.report", "sbprof.jobs", "sbprof.decorators", "sbprof.distributed", "sbprof.sweep", "sbprof.compare_models",
         "sbprof.train", "sbprof.transducer", "sbprof.counts", "sbprof.stream", "sbprof.script"),
     3: ("sbprof.cli", "sbprof.pytest_plugin", "sbprof.__main__"),

@@ -17,7 +17,7 @@ from sbprof.analysis.runs import cpu_cost_over_runs, spread_priors, worker_group
 from sbprof.analysis.series import Crossover, Series, build_series, find_crossovers, settings_of, x_value
 from sbprof.record import Measurement
 from sbprof.record.cell import setting_name
-from sbprof.analysis.machine_facts import MachineFacts, machine_facts
+from sbprof.analysis.machine_facts import MachineFacts, results_facts
 from sbprof.analysis.figures import cell_figures, cell_sort_key
 from sbprof.analysis.limits import THRESHOLDS, Figure, Limits, Verdict, limits
 from sbprof.record.results import Results
@@ -141,7 +141,7 @@ def analyse(results: Results) -> ComparisonSummary:
     return ComparisonSummary(
         schedule=Schedule(audio_s=rules.get("audio_s"), batch_size=rules.get("batch_size"),
                           warmup=rules.get("warmup", 0), measured=rules.get("measured", 0), input=rules.get("input")),
-        machine=machine_facts(results.machine) or MachineFacts(),
+        machine=results_facts(results) or MachineFacts(),
         models={name: VariantSetup(info.get("type"), info.get("module"), dict(info.get("overrides") or {}))
                 for name, info in results.models.items()},
         vary=rules.get("vary", "audio_s"), settings=settings,

@@ -18,7 +18,7 @@ from sbprof.analysis.compare_models import cpu_costs
 from sbprof.analysis.intervals import RunsSummary
 from sbprof.analysis.runs import cpu_cost_over_runs
 from sbprof.analysis.series import Series, build_series, settings_of
-from sbprof.analysis.machine_facts import MachineFacts, machine_facts
+from sbprof.analysis.machine_facts import MachineFacts, results_facts
 from sbprof.analysis.figures import Outcome, rtf_stats, setting_sort_key
 from sbprof.record import Measurement
 from sbprof.record.results import Machine
@@ -112,7 +112,7 @@ def analyse_machines(machines: Sequence[Machine]) -> MachinesSummary:
             for device, threads in settings_of(m.results):
                 compare.append(MachineSeries(m.label, device, threads, build_series(m.results, (device, threads)),
                                              cpu_costs(m.results, (device, threads))))
-    rows = [MachineRow(m.label, machine_facts(m.results.machine) or MachineFacts(), str(m.source)) for m in machines]
+    rows = [MachineRow(m.label, results_facts(m.results) or MachineFacts(), str(m.source)) for m in machines]
     return MachinesSummary(job=job, machines=rows, vary=machines[0].results.rules.get("vary", "audio_s"),
                            compare=compare, sweeps=_sweeps(machines) if job == "profile" else [])
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Tuple
 
 from sbprof.analysis.breakdown import ModuleBreakdown, BreakdownSteps, breakdown_steps
-from sbprof.analysis.machine_facts import MachineFacts, machine_facts
+from sbprof.analysis.machine_facts import MachineFacts, results_facts
 from sbprof.analysis.distributed import RunAnalysis, RunSummary, rank_payload, summarise_run
 from sbprof.analysis.rank_rows import MissingRank
 from sbprof.analysis.limits import Limits, Verdict, limits
@@ -328,5 +328,5 @@ def analyse(results: Results) -> TrainSummary:
     worlds = world_runs([m for m in results.records if "world_size" in m.cell.params])
     cores = int(results.machine.get("cpu_count") or 1)
     return TrainSummary(rules=from_json(TrainRules, dict(results.rules), "rules"),
-                        machine=machine_facts(results.machine) or MachineFacts(), cells=cells, worlds=worlds,
+                        machine=results_facts(results) or MachineFacts(), cells=cells, worlds=worlds,
                         scaling=scaling_tables(worlds, cores), limits=train_limits(worlds))

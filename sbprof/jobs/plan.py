@@ -7,7 +7,10 @@ runner (:mod:`sbprof.jobs.runner`) does the rest. The plan yields steps:
   process measures; the runner drops the items whose record is already
   stored, so resuming needs nothing from the plan;
 - :class:`Records`: records made without measuring (a cell skipped by a rule,
-  a backend not installed, figures attached afterwards).
+  a backend not installed, figures attached afterwards);
+- a :class:`Barrier`: the steps after it read what the batches before it
+  measured (an executor that runs batches side by side, on a cluster, waits
+  there for every batch it started).
 
 Between two steps the runner has saved every record, so a plan reads the
 store (:class:`StoreView`) to decide what comes next: another run of a cell
@@ -53,6 +56,19 @@ class Item:
         # Not the codec's shape: a worker reads the payload's keys beside the cell's, not under "payload".
         return {"cell": self.cell.to_dict(), "label": self.label, "calibration": self.calibration, **self.payload}
 
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "Item":
+        """The item :meth:`to_dict` wrote (as a cluster's executor keeps a batch it sent).
+
+        Example
+        -------
+        >>> item = Item(Cell(model="m", run=2), "m run 2", {"settings": {"a": 1}})
+        >>> Item.from_dict(item.to_dict()) == item
+        True
+        """
+        rest = {k: v for k, v in data.items() if k not in ("cell", "label", "calibration")}
+        return cls(Cell.from_dict(data["cell"]), data["label"], rest, bool(data.get("calibration")))
+
 
 @dataclass
 class Batch:
@@ -78,6 +94,9 @@ class Batch:
         cells already timed), not a record of its own; a crash is noted there, the timing stands.
     resumable : bool
         Items whose cell is already stored are dropped before the worker starts.
+    concurrent : bool
+        The plan's next steps, up to its next :class:`Barrier`, do not read this batch's records: an executor
+        may run it beside them (on a cluster) instead of waiting for it. Locally every batch runs in turn.
     """
 
     name: str
@@ -89,6 +108,7 @@ class Batch:
     python: str = sys.executable
     adds_figures: bool = False
     resumable: bool = True
+    concurrent: bool = False
 
 
 @dataclass
@@ -100,13 +120,19 @@ class Records:
     notes: List[str] = field(default_factory=list)
 
 
-Step = Union[Batch, Records]
+@dataclass(frozen=True)
+class Barrier:
+    """The steps after this one read the records of the batches before it (see :attr:`Batch.concurrent`)."""
+
+
+Step = Union[Batch, Records, Barrier]
 
 
 class StoreView(Protocol):
     """What a plan may read of the results while it runs (the runner's store, read-only)."""
 
     retry_failed: bool
+    side_by_side: bool  # batches measured side by side (a cluster); optional, False when absent
 
     def get(self, cell: Cell) -> Optional[Measurement]: ...
 
@@ -250,9 +276,13 @@ def interleaved_passes(view: StoreView, groups: Callable[[], Sequence[Group]], p
 
     ``groups`` is called at each pass (a plan may add cells between passes);
     ``after_batch`` and ``after_pass`` may add steps (a profiled pass, records).
+    When the view measures batches ``side_by_side`` (a cluster), a pass's batches are concurrent and the steps
+    ``after_batch`` adds come after the pass's :class:`Barrier`; locally each comes right after its batch.
     """
+    side_by_side = getattr(view, "side_by_side", False)
     for pass_index in itertools.count():
         did = False
+        read_later: List[Batch] = []
         for group in groups():
             refuse_runs_beyond(view, group.cells, policy)
             # The group's cells share worker processes: their pooled spread steadies each cell's own.
@@ -264,9 +294,18 @@ def interleaved_passes(view: StoreView, groups: Callable[[], Sequence[Group]], p
                 continue
             random.Random(seed + pass_index).shuffle(wanted)  # a new order each pass
             batch = group.batch(wanted)
+            # The groups of one pass are apart (their cells, their spreads): a cluster measures them side by side.
+            batch.concurrent = side_by_side
             yield batch
             did = True
             if after_batch is not None:
+                if side_by_side:
+                    read_later.append(batch)
+                else:
+                    yield from after_batch(batch)
+        if side_by_side:
+            yield Barrier()  # what follows reads this pass's records
+            for batch in read_later:
                 yield from after_batch(batch)
         if after_pass is not None:
             extra = list(after_pass(pass_index))

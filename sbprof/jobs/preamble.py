@@ -23,6 +23,12 @@ Every job's YAML starts from the same preamble; its own keys come after:
   stopped. The results stay resumable, and the report names the cells that
   did not reach their precision target.
 - ``output_folder``: where the results go (relative to the working directory).
+- ``executor``: where the worker batches run; absent: local worker processes.
+  ``{kind: slurm | ray, machines: {NAME: {...}}, ...}`` measures the job once
+  per machine type, each batch a Slurm job or a Ray task on a node of its
+  type (:mod:`sbprof.cluster.spec`); the devices and thread counts above are
+  then checked as text (the nodes have them, not this machine) and are each
+  type's defaults.
 
 Run options on the command line, the same for every job: ``--device``,
 ``--noprogressbar [true|false]``, ``--retry_failed [true|false]``.
@@ -41,10 +47,11 @@ from sbprof.base.errors import ConfigError
 from sbprof.record.cell import setting_name
 from sbprof.record.codec import Codec
 from sbprof.base.yamlconfig import check_keys, load_yaml
+from sbprof.cluster.spec import ExecutorSpec, check_executor, with_settings
 
 REPEAT_KEYS = ("runs", "target", "min_runs", "max_runs", "confidence")
 KEYS = ("devices", "cpu_threads", "cuda_threads", "seed", "warmup", "measured", "repeats", "timeout_s",
-        "time_budget_s", "output_folder")
+        "time_budget_s", "output_folder", "executor")
 SCHEMA: Dict[str, Any] = {**{k: None for k in KEYS}, "repeats": {k: None for k in REPEAT_KEYS}}
 FLAGS = ("noprogressbar", "retry_failed")
 VALUES = ("device",)
@@ -116,6 +123,7 @@ class Preamble(Codec):
     progress_bar: bool = True
     retry_failed: bool = False
     warnings: Tuple[str, ...] = ()
+    executor: Optional[ExecutorSpec] = None
 
     @property
     def settings(self) -> Tuple[Setting, ...]:
@@ -291,12 +299,21 @@ def check_preamble(tree: Mapping[str, Any], where: str, run_options: Optional[Ma
     device = options.get("device")
     if device is not None and not device.strip():
         raise ConfigError("command line: --device needs a device (cpu, cuda or cuda:N), got ''")
-    cuda_threads = tree.get("cuda_threads")
+    devices, cpu_threads, cuda_threads = (device if device is not None else tree.get("devices"),
+                                          tree.get("cpu_threads"), tree.get("cuda_threads"))
+    executor = check_executor(tree.get("executor"), where)
+    if executor is None:
+        devices, cpu_threads = check_devices(devices, where), check_threads(cpu_threads, where, warnings)
+        cuda_threads = (os.cpu_count() or 1) if cuda_threads is None else check_threads_count(cuda_threads,
+                                                                                              "cuda_threads", where)
+    else:  # the nodes have the devices and cores, not this machine: each machine type's own settings
+        executor = with_settings(executor, devices, cpu_threads, cuda_threads, where, default_cpu_threads)
+        first = executor.machines[0]
+        devices, cpu_threads, cuda_threads = first.devices, first.cpu_threads, first.cuda_threads
     return Preamble(
-        devices=check_devices(device if device is not None else tree.get("devices"), where),
-        cpu_threads=check_threads(tree.get("cpu_threads"), where, warnings),
-        cuda_threads=(os.cpu_count() or 1) if cuda_threads is None else check_threads_count(cuda_threads,
-                                                                                            "cuda_threads", where),
+        devices=devices,
+        cpu_threads=cpu_threads,
+        cuda_threads=cuda_threads,
         seed=check_int(tree.get("seed", 1234), "seed", 0, where),
         warmup=check_int(tree.get("warmup", defaults.warmup), "warmup", 0, where),
         measured=check_int(tree.get("measured", defaults.measured), "measured", 1, where),
@@ -308,4 +325,5 @@ def check_preamble(tree: Mapping[str, Any], where: str, run_options: Optional[Ma
         progress_bar=not options.get("noprogressbar", False),
         retry_failed=bool(options.get("retry_failed", False)),
         warnings=tuple(warnings),
+        executor=executor,
     )

@@ -33,12 +33,13 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 from tqdm import tqdm
 
-from sbprof.base.errors import ConfigError, MeasurementError
+from sbprof.base.errors import ConfigError
 from sbprof.jobs.job import Job
-from sbprof.jobs.plan import Batch, Item, Plan, Records, needs_measuring
+from sbprof.cluster.executor import Executor, Handlers, LocalExecutor
+from sbprof.jobs.plan import Barrier, Batch, Item, Plan, Records, needs_measuring
 from sbprof.record import Cell, Measurement
 from sbprof.results import RESULTS_FILE, FolderLock, ResultStore, Results, StorageError, prepare_output_folder
-from sbprof.workers.supervisor import Supervisor, WorkerJob
+from sbprof.workers.supervisor import WorkerJob
 
 LOG_DIR = "logs"
 Render = Callable[[Results], Dict[str, Path]]
@@ -95,9 +96,10 @@ def sigterm_interrupts() -> Iterator[None]:
 class View:
     """The store as a plan sees it (read-only), with the cells retried in this invocation."""
 
-    def __init__(self, store: ResultStore, retry_failed: bool):
+    def __init__(self, store: ResultStore, retry_failed: bool, side_by_side: bool = False):
         self.store = store
         self.retry_failed = retry_failed
+        self.side_by_side = side_by_side  # the executor measures a pass's batches side by side (a cluster)
         self.measured: Set[Tuple[Any, ...]] = set()  # cells measured (or retried) in this invocation
 
     def get(self, cell: Cell) -> Optional[Measurement]:
@@ -120,12 +122,12 @@ class _Run:
     """One invocation's state: the store, its view, the bar and the outcome."""
 
     def __init__(self, plan: Plan, store: ResultStore, outcome: Outcome, retry_failed: bool, progress_bar: bool,
-                 timeout_s: Optional[float], log: Callable[[str], None]):
+                 executor: Executor, log: Callable[[str], None]):
         self.plan = plan
         self.store = store
-        self.view = View(store, retry_failed)
+        self.executor = executor
+        self.view = View(store, retry_failed, executor.side_by_side)
         self.outcome = outcome
-        self.timeout_s = timeout_s
         self.log = log
         already = len(store.records())
         self.bar = tqdm(total=max(1, plan.expected() - already), disable=not progress_bar, dynamic_ncols=True,
@@ -154,12 +156,19 @@ class _Run:
         return bool(fresh)
 
     def batch(self, batch: Batch) -> bool:
-        """Run ``batch``'s missing items in worker processes; True when a record was stored."""
+        """Run ``batch``'s missing items in worker processes, by the executor; True when a record was stored."""
         wanted = [i for i in batch.items
                   if not i.calibration and (not batch.resumable or needs_measuring(self.view, i.cell))]
         if not wanted:
             return False
         items = [i for i in batch.items if i.calibration or i in wanted]
+        job = WorkerJob(module=batch.module, payload={**batch.payload, "items": [i.to_dict() for i in items]},
+                        n_items=len(items), name=batch.name, log_path=self.store.path.parent / LOG_DIR / batch.log,
+                        python=batch.python, env=batch.env)
+        return self.executor.run(job, self.handlers(batch, items), batch.concurrent, batch.adds_figures)
+
+    def handlers(self, batch: Batch, items: List[Item]) -> Handlers:
+        """What becomes of each answer about ``items`` (the batch's, in the worker's order): saved at once."""
         done: Set[int] = set()
         setup: Dict[str, Any] = {}  # what the worker's setup found (e.g. a check), kept in the records of crashes
 
@@ -182,18 +191,20 @@ class _Run:
             setup.clear()
             setup.update(event.get("extra") or {})
 
-        job = WorkerJob(module=batch.module, payload={**batch.payload, "items": [i.to_dict() for i in items]},
-                        n_items=len(items), name=batch.name, log_path=self.store.path.parent / LOG_DIR / batch.log,
-                        python=batch.python, env=batch.env)
-        try:
-            Supervisor(job, on_result, on_crash, on_loaded, timeout_s=self.timeout_s, on_note=self.note).run()
-        except MeasurementError as exc:
-            # This worker cannot do its items (a model that does not load, an interpreter that does not start):
-            # each remaining item is an error record, and the run goes on with the other batches.
+        def fail_rest(message: str) -> None:
             for index in range(len(items)):
                 if index not in done:
-                    keep(index, self._failed(batch, items[index], str(exc), setup))
-        return True
+                    keep(index, self._failed(batch, items[index], message, setup))
+
+        return Handlers(on_result, on_crash, on_loaded, self.note, fail_rest)
+
+    def sent_before(self, sent: Dict[str, Any]) -> Handlers:
+        """The handlers of a batch an earlier run sent to a cluster, as the executor kept it (its name, items and
+        whether it adds figures), so what its node measured is saved as if this run had sent it."""
+        items = [Item.from_dict(d) for d in sent["items"]]
+        batch = Batch(name=sent["name"], module="", payload={}, items=items, log="",
+                      adds_figures=bool(sent.get("adds_figures")))
+        return self.handlers(batch, items)
 
     def _record(self, batch: Batch, item: Item, payload: Dict[str, Any]) -> Measurement:
         if batch.adds_figures:
@@ -220,7 +231,8 @@ def run_job(plan: Plan, output_folder: str, *, retry_failed: bool = False, progr
             timeout_s: Optional[float] = None, render: Optional[Render] = None,
             derive: Optional[Callable[[Measurement], Dict[str, Any]]] = None,
             summarise: Optional[Callable[[Results], Dict[str, Any]]] = None,
-            log: Callable[[str], None] = print, time_budget_s: Optional[float] = None) -> Outcome:
+            log: Callable[[str], None] = print, time_budget_s: Optional[float] = None,
+            executor: Optional[Executor] = None) -> Outcome:
     """Measure every missing record of ``plan`` into ``output_folder`` (see the module docstring).
 
     Arguments
@@ -242,6 +254,9 @@ def run_job(plan: Plan, output_folder: str, *, retry_failed: bool = False, progr
     time_budget_s : float, optional
         The run's wall-clock budget: no batch starts that would end past it, judged from the longest batch so far
         (:class:`Budget`); a running batch is never stopped. ``None``: unbounded.
+    executor : optional
+        Where the batches run (:mod:`sbprof.cluster.executor`); default: local worker processes, one batch at a
+        time, each item stopped past ``timeout_s``.
 
     Raises
     ------
@@ -253,8 +268,8 @@ def run_job(plan: Plan, output_folder: str, *, retry_failed: bool = False, progr
     created = not Path(output_folder).exists()
     folder = prepare_output_folder(output_folder)
     try:
-        return _run_locked(plan, folder, retry_failed, progress_bar, timeout_s, render, derive, summarise, log,
-                           Budget(time_budget_s))
+        return _run_locked(plan, folder, retry_failed, progress_bar, executor or LocalExecutor(timeout_s), render,
+                           derive, summarise, log, Budget(time_budget_s))
     except ConfigError:
         # Bad input found only once running (e.g. by the model's worker): a folder this run made and
         # that holds no result goes, so bad input leaves nothing behind.
@@ -312,7 +327,7 @@ class Budget:
                 "run again to resume")
 
 
-def _run_locked(plan: Plan, folder: Path, retry_failed: bool, progress_bar: bool, timeout_s: Optional[float],
+def _run_locked(plan: Plan, folder: Path, retry_failed: bool, progress_bar: bool, executor: Executor,
                 render: Optional[Render], derive: Optional[Callable[[Measurement], Dict[str, Any]]],
                 summarise: Optional[Callable[[Results], Dict[str, Any]]], log: Callable[[str], None],
                 budget: Optional[Budget] = None) -> Outcome:
@@ -324,24 +339,32 @@ def _run_locked(plan: Plan, folder: Path, retry_failed: bool, progress_bar: bool
         store.reserve.require()
         if before:
             log(f"resuming: {len(before)} record(s) already in {store.path}")
-        run = _Run(plan, store, outcome, retry_failed, progress_bar, timeout_s, log)
+        run = _Run(plan, store, outcome, retry_failed, progress_bar, executor, log)
         changed = refused = False
         try:
             budget = budget or Budget(None)
+            # A cluster: what an earlier run sent and was killed before collecting, collected first.
+            changed = executor.start(run.sent_before)
             for step in plan.steps(run.view):
                 if isinstance(step, Batch) and not budget.fits():
                     run.note(budget.stopped())  # a running batch is never stopped: only new ones are not started
                     break
                 started = time.monotonic()
-                stored = run.records(step) if isinstance(step, Records) else run.batch(step)
-                if isinstance(step, Batch):
+                if isinstance(step, Barrier):
+                    stored = executor.wait()  # batches sent side by side (a cluster): all in before going on
+                else:
+                    stored = run.records(step) if isinstance(step, Records) else run.batch(step)
+                if not isinstance(step, Records):  # a batch, or a cluster's pass of batches side by side
                     budget.took(time.monotonic() - started)
                 changed = changed or stored
-                if render is not None and stored and isinstance(step, Batch):
+                if render is not None and stored and not isinstance(step, Records):
                     outcome.outputs.update(render(store.snapshot()))
                     changed = False
-        except ConfigError:
-            refused = not changed  # the plan refused what is stored: the earlier reports stay as they were
+            changed = executor.wait() or changed
+        except BaseException as exc:
+            executor.stop()
+            # The plan refused what is stored (bad input): the earlier reports stay as they were.
+            refused = isinstance(exc, ConfigError) and not changed
             raise
         finally:
             run.bar.close()
@@ -360,6 +383,11 @@ def run_config(job: Job, cfg: Any, log: Callable[[str], None] = print) -> Outcom
     from sbprof.jobs.render import reports, summary_block
 
     pre = cfg.preamble
+    if pre.executor is not None:  # a cluster's machine types, each measured by run_job in its own folder
+        from sbprof.jobs.cluster import run_cluster
+
+        with sigterm_interrupts():
+            return run_cluster(job, cfg, log, run_job, Outcome)
     return run_job(job.plan(cfg), pre.output_folder, retry_failed=pre.retry_failed,
                    progress_bar=pre.progress_bar, timeout_s=pre.timeout_s,
                    render=lambda results: reports(job, results, pre.output_folder), derive=job.derive,

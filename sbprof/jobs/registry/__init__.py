@@ -102,6 +102,13 @@ def render_only(target: Union[str, Path], job: Optional[str] = None) -> Dict[str
     path = Path(target)
     if not os.path.lexists(path):  # a link loop or a dangling link goes on, to be named by load_results
         raise ConfigError(f"{target}: no such results folder or file")
+    from sbprof.jobs.cluster import MACHINES_DIR, is_cluster_folder, render_cluster_folder
+
+    if is_cluster_folder(path):  # a run on a cluster's machine types: each type's reports, then theirs together
+        outputs: Dict[str, Path] = {}
+        for folder in sorted(p for p in (path / MACHINES_DIR).iterdir() if (p / RESULTS_FILE).is_file()):
+            outputs.update({f"{folder.name}/{k}": v for k, v in render_only(folder, job).items()})
+        return {**outputs, **render_cluster_folder(path, job)}
     results = load_results(path, job=job)
     try:
         entry = get_job(results.job)
