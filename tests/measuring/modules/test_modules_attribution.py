@@ -43,6 +43,15 @@ MS = 1e3
 STEPS = 4
 
 
+def run_queue_wait_ms():
+    """This thread's time runnable but waiting for a core, in ms (Linux's schedstat; 0 where it is absent)."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e6
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def no_hooks(model):
     return all(not m._forward_pre_hooks and not m._forward_hooks and "forward" not in vars(m)
                for m in model.modules())
@@ -89,26 +98,34 @@ def test_known_sleeps_land_in_their_module_forward_and_backward(kind):
     prefix = "conformer_layers" if kind == "torchaudio" else "layers"
     x = torch.randn(2, 20, 32)  # the input needs no gradient, as features do
     attribution = ModuleAttribution(model)
+    waited_ms = []  # this thread's time waiting for a core in each step (the kernel's run-queue clock)
     with attribution:
         for i in range(STEPS):
+            before = run_queue_wait_ms()
             with attribution.step(f"s{i}"):
                 run_conformer(model, x).sum().backward()
+            waited_ms.append(run_queue_wait_ms() - before)
     # Steps 1 to 3 (step 0: lazy initialisations), each against its own sleeps. A busy machine can pre-empt any
     # module in some step and stretch its wall time there; a wrong attribution shows in every step. So each bound
-    # that load could break is held by the least disturbed step.
+    # that load could break is held by the least disturbed step, less the step's own wait for a core (seen at load
+    # 10: 24.8 ms beyond the sleep in every one of three steps).
     steps = [attribution.breakdown(f"s{i}") for i in range(1, STEPS)]
     slept_ms = {p: [t * MS for t in SLEPT[p][-(STEPS - 1):]] for p in ("forward", "backward")}
     rows = [b.row(f"{prefix}.1.{conv}") for b in steps]
     for phase, known in (("forward", SLEEP_S), ("backward", 2 * SLEEP_S)):
         self_ms = [getattr(r, f"{phase}_self_ms") for r in rows]
         assert all(known * MS <= s <= r for s, r in zip(slept_ms[phase], self_ms)), (phase, slept_ms, self_ms)
-        assert min(r - s for s, r in zip(slept_ms[phase], self_ms)) <= 10, (phase, slept_ms, self_ms)
+        excess = [r - s - w for s, r, w in zip(slept_ms[phase], self_ms, waited_ms[1:])]
+        assert min(excess) <= 10, (phase, slept_ms, self_ms, waited_ms)
     for b, slept in zip(steps, rows):
         layer = b.row(f"{prefix}.1")
         assert layer.forward_ms >= slept.forward_ms and layer.backward_ms >= slept.backward_ms
-    assert min(max(b.row(f"{prefix}.1").forward_self_ms, b.row(f"{prefix}.1").backward_self_ms) for b in steps) < 5
+    waits = waited_ms[1:]
+    assert min(max(b.row(f"{prefix}.1").forward_self_ms, b.row(f"{prefix}.1").backward_self_ms) - w
+               for b, w in zip(steps, waits)) < 5
     for name in (f"{prefix}.0", f"{prefix}.1.ffn{'2' if kind == 'torchaudio' else '_module2'}"):
-        assert min(max(b.row(name).forward_ms, b.row(name).backward_ms) for b in steps) < SLEEP_S * MS / 2, name
+        assert min(max(b.row(name).forward_ms, b.row(name).backward_ms) - w
+                   for b, w in zip(steps, waits)) < SLEEP_S * MS / 2, (name, waits)
 
 
 def test_time_between_modules_goes_to_the_caller_not_to_the_next_module():
