@@ -78,6 +78,23 @@ def _read_status_kib(field: str) -> int:
     raise KeyError(field)
 
 
+def current_rss_bytes() -> int:
+    """The process's resident set now, in bytes (``/proc/self/statm``; psutil where there is no ``/proc``).
+
+    Example
+    -------
+    >>> current_rss_bytes() > 0
+    True
+    """
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * mmap.PAGESIZE
+    except OSError:
+        import psutil
+
+        return int(psutil.Process().memory_info().rss)
+
+
 @functools.lru_cache(maxsize=None)
 def _can_reset_hwm() -> bool:
     """Whether writing ``5`` to clear_refs really resets VmHWM on this kernel.

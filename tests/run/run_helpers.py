@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -17,10 +18,15 @@ LOOP = RECIPES / "loop" / "train.py"
 INFER = RECIPES / "infer" / "transcribe.py"
 
 
+CACHE = Path(tempfile.gettempdir()) / f"sbprof-test-cache-{os.getuid()}"
+
+
 def env() -> Dict[str, str]:
-    """This checkout first on the path (also for the script's own imports), one thread per pool."""
+    """This checkout first on the path (also for the script's own imports), one thread per pool, and a cache of the
+    tests' own (the peak FLOP/s probe runs once for all of them, and never writes to the user's cache)."""
     path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
-    return {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    return {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+            "XDG_CACHE_HOME": str(CACHE)}
 
 
 def sbprof_run(args: List[str], cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
