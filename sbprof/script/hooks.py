@@ -173,12 +173,13 @@ class Hooks:
 
     # ------------------------------------------------------------ regions
 
-    def _timed(self, region: str, function: Callable) -> Callable:
+    def _timed(self, region: str, function: Callable, checkpoint: bool = True) -> Callable:
         steps, session = self.steps, self.session
 
         @functools.wraps(function)
         def timed(*args: Any, **kwargs: Any) -> Any:
-            session.checkpoint()
+            if checkpoint:
+                session.checkpoint()
             steps.enter(region)
             try:
                 return function(*args, **kwargs)
@@ -235,9 +236,16 @@ class Hooks:
             self.steps.set_batch(*batch_size_and_audio(self._pending_batch, DEFAULT_SAMPLE_RATE))
             self._pending_batch = None
 
-    def _optimizer_pre(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+    def _optimizer_pre(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> Any:
         self.session.checkpoint()
         self.steps.enter("optimizer")
+        closure = args[0] if args else kwargs.get("closure")
+        if not callable(closure):
+            return None
+        # A closure optimiser (LBFGS) runs the forward and backward inside its step: the closure's time is the
+        # script's, never the optimiser's (its module calls and backward still count as forward and backward).
+        timed = self._timed("closure", closure, checkpoint=False)
+        return ((timed, *args[1:]), kwargs) if args else (args, {**kwargs, "closure": timed})
 
     def _optimizer_post(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         self.steps.leave("optimizer")

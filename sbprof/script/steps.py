@@ -11,7 +11,8 @@ from the end of the stage's previous step, or at a stage's first step of an
 epoch from its first ``__next__``, to the step's start, less the data wait and
 sbprof's own work), the time inside forward, backward and ``Optimizer.step``
 (each region's own time: a region inside another, such as a closure
-optimiser's forward, counts for the inner one only), and the utterances and
+optimiser's forward, counts for the inner one only; its closure's other
+time for none), and the utterances and
 audio seconds of its batch. It measures only; :mod:`sbprof.script.hooks`
 decides when steps begin and end, :mod:`sbprof.script.session` their roles.
 
@@ -38,6 +39,8 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Tuple
 
 REGIONS = ("forward", "backward", "optimizer")
+UNCOUNTED = "closure"
+"""A region whose own time goes to no share: a closure optimiser's closure, outside its forward and backward."""
 
 
 @dataclass
@@ -172,7 +175,7 @@ class Steps:
         stack, step = self._stack(), self.current
         if stack and step is not None and step.thread == threading.get_ident():
             start = max(self._local.since, step.wall0)
-            if now > start:
+            if now > start and stack[-1] != UNCOUNTED:
                 step.regions[stack[-1]] += now - start
         self._local.since = now
 

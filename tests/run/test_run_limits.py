@@ -9,13 +9,12 @@ import json
 
 import pytest
 
-from run_helpers import LOOP, RECIPES, sbprof_run
+from run_helpers import LOOP, TINY, sbprof_run
 from sbprof.analysis.run import analyse
 from sbprof.record.codec import to_json
 from sbprof.results.store import load_results
 
 pytestmark = pytest.mark.slow
-TINY = RECIPES / "loop" / "tiny_ops.py"
 
 
 def _run(tmp_path, *args):

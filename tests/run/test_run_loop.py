@@ -96,3 +96,15 @@ def test_a_script_that_exits_or_is_interrupted_leaves_a_report_and_its_status(tm
     train = records(tmp_path / "out")["train"]
     assert len(train["wall_s"]) == 2  # steps 2 and 3 measured, then the script ended in step 4
     assert words in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_a_run_in_which_no_step_could_be_measured_fails_with_one_line(tmp_path):
+    # One step, and --warmup 1: it is the warm-up step that counts FLOPs, never measured.
+    done = sbprof_run(["--warmup", "1", "--output_folder", str(tmp_path / "out"), str(LOOP), "--steps", "1"],
+                      cwd=tmp_path)
+    assert done.returncode == 1, done.stderr[-2000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("sbprof: error: no step could be measured: stage train ran 1 step (flops)")
+    assert "--warmup 0" in last
+    # What was recorded is kept, and the report says the stage had nothing measured.
+    assert "No step could be measured" in (tmp_path / "out" / "report.md").read_text()
