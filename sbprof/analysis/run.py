@@ -63,8 +63,8 @@ DEFINITIONS = {
                        "children's; share = its time / those steps' mean time; (other) = the step's time outside "
                        "every module",
     "per-module CPU ms, CPU cost": "the process's CPU time (all its threads) while the module ran, forward + "
-                                   "backward, ms per measured step (mean); CPU cost = that / 1000 / the mean audio "
-                                   "seconds per measured step (core-seconds per audio second; n/a without "
+                                   "backward, ms per per-module step (mean); CPU cost = that / 1000 / the mean "
+                                   "audio seconds of those steps (core-seconds per audio second; n/a without "
                                    "PaddedBatch lengths)",
     "FLOPs per step": "FLOPs of every operator with a formula in the stage's FLOP step (its batch shapes: "
                       "forward, backward and the optimiser's update; sbprof.measuring.flops conventions); achieved "
