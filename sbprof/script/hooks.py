@@ -147,8 +147,8 @@ class Hooks:
         """Module hooks: ``global`` (every module call), ``roots`` (modules seen outermost) or ``off``."""
         if mode == "roots" and not self._roots:
             mode = "global"  # nothing learned yet (no warm-up step): every call
-        if mode == self._mode and mode != "roots":
-            return
+        if mode == self._mode and (mode != "roots" or len(self._module_handles) == 2 * len(self._roots)):
+            return  # (roots learned since they were hooked get theirs)
         for handle in self._module_handles:
             handle.remove()
         self._module_handles = []

@@ -25,8 +25,9 @@ Example
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 MEMORY_STEPS = 1
 MODULE_STEPS = 2
@@ -48,16 +49,21 @@ class StagePlan:
     flops_after: bool = False  # the FLOP step comes after the measured ones (no warm-up step to carry it)
     shrunk: Optional[str] = None  # why the stage got fewer steps than asked for
 
-    @property
+    @functools.cached_property
     def sequence(self) -> List[str]:
-        """Every step's role, in order."""
+        """Every step's role, in order (built once: it is read at every step)."""
         warmup = ["warmup"] * self.warmup
         if warmup and not self.flops_after:
             warmup[-1] = "flops"
         return (warmup + ["measured"] * self.measured + ["memory"] * self.memory + ["modules"] * self.modules
                 + ["flops"] * self.flops_after + ["traced"] * self.traced)
 
-    @property
+    @functools.cached_property
+    def last(self) -> Dict[str, int]:
+        """The index of each role's last step."""
+        return {role: i for i, role in enumerate(self.sequence)}
+
+    @functools.cached_property
     def total(self) -> int:
         return len(self.sequence)
 

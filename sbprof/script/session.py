@@ -188,8 +188,7 @@ class Session:
 
     def _close(self, stage: str, role: str, ok: bool, timing: Any) -> None:
         index = self._open.pop("index", None)
-        sequence = self.plan(stage).sequence
-        last = index is not None and role in sequence and index == len(sequence) - 1 - sequence[::-1].index(role)
+        last = index is not None and index == self.plan(stage).last.get(role)
         if role == "measured" and ok and self.ranks is not None:
             self.ranks.step(stage, *timing)
         elif role == "flops":
