@@ -72,6 +72,8 @@ def test_a_module_runs_with_dash_m(tmp_path):
                        "--steps", "3"], cwd=LOOP.parent)
     assert done.returncode == 0, done.stderr
     assert "trained 3 steps" in done.stdout  # three steps is exactly warm-up + measured: nothing to stop
+    # sbprof run never imports SpeechBrain (seconds, and its quirks) into a script that does not use it.
+    assert "speechbrain imported: False" in done.stdout
     assert len(records(tmp_path / "out")["train"]["wall_s"]) == 2
 
 

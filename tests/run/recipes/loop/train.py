@@ -88,6 +88,7 @@ def train(args):
             with open(args.losses, "a") as f:
                 f.write(f"{loss.item()!r}\n")
     print(f"trained {len(losses)} steps")
+    print(f"speechbrain imported: {'speechbrain' in sys.modules}")
 
 
 if __name__ == "__main__":
