@@ -41,6 +41,8 @@ def _memory(s: StageFigures) -> str:
 
 
 def _steps(s: StageFigures) -> str:
+    if not s.role_runs:
+        return "n/a (results from an sbprof that did not record them)"
     return ", ".join(f"{first}" + (f"-{last}" if last > first else "") + f" {name}" for name, first, last in
                      s.role_runs)
 
@@ -87,7 +89,8 @@ def summary_table(s: StageFigures) -> str:
             ["steps per second", sig3(s.steps_per_s)],
             ["utterances per second", "n/a (no PaddedBatch lengths)" if s.utterances_per_s is None
              else sig3(s.utterances_per_s)],
-            ["audio seconds per second", "n/a" if s.audio_s_per_s is None else f"{sig3(s.audio_s_per_s)} s/s"]]
+            ["audio seconds per second", "n/a (no PaddedBatch lengths)" if s.audio_s_per_s is None
+             else f"{sig3(s.audio_s_per_s)} s/s"]]
     if s.kind == "inference" and s.rtf is not None:
         rows.append(["RTF / RTFx", f"{sig3(s.rtf)} / {sig3(s.rtfx)}"])
     if s.cpu_step is not None:
@@ -157,7 +160,7 @@ def render_stage(s: StageFigures) -> List[str]:
     lines = [f"## Stage `{s.stage}` ({s.kind}{brain})", ""] + [f"- {note}" for note in s.notes]
     lines += [""] if s.notes else []
     if s.step is None:
-        return lines + [f"No step could be measured: the stage ran {_steps(s) or 'no step'} (the FLOP-counting "
+        return lines + [f"No step could be measured: the stage ran {_steps(s)} (the FLOP-counting "
                         "step is never measured); a lower --warmup, or more batches, measures some.", ""]
     lines += [summary_table(s), ""]
     for title, table in (("Per-module time (top first)", modules_table(s)), ("Parameters per module",

@@ -130,7 +130,8 @@ class Plan(JobPlan):
             with self.after_script.interruptible():
                 peak = gpu_peak(device) if device.startswith("cuda") else cached_cpu_peak(torch.get_num_threads(),
                                                                                              log)
-        except SbprofError:
+        except SbprofError as exc:
+            session.notes.append(f"the device's peak FLOP/s is not known ({exc}): no share of the peak")
             return None
         except KeyboardInterrupt:
             session.notes.append("the peak FLOP/s probe was interrupted: no share of the peak")

@@ -1,0 +1,191 @@
+"""``sbprof run`` on SpeechBrain's own integration examples, unedited, against the same examples run without it.
+
+    python benchmarks/run_examples.py PATH_TO_SPEECHBRAIN_SOURCE [--only LM_RNN G2P] [--timeout 1200]
+
+Each of the 16 folders of ``tests/integration/`` (and ``tests/samples``, which
+they read as ``../../samples``) is copied to a temporary folder, and its example
+script is run three ways, one after another, each a fresh process:
+
+1. unprofiled, under a small outside launcher (written below, no sbprof code)
+   that wraps every Brain's ``fit_batch`` and ``evaluate_batch`` with its own
+   ``perf_counter`` and ``process_time`` and appends each call's times to a file;
+   the process's total wall time and peak resident set come from ``wait4``;
+2. ``sbprof run SCRIPT`` (the default, bounded run): its exit code, the stages it
+   measured, and its train stage's median measured step;
+3. ``sbprof run --continue SCRIPT``: its exit code, total wall time and peak
+   resident set.
+
+The table compares the train stage's median measured step (sbprof's figure)
+with the outside clock's median over the same calls of ``fit_batch`` (the same
+step indices) in the unprofiled run, in wall and CPU time, and the
+``--continue`` run's total wall and peak RSS with the unprofiled run's. A
+machine shared with other work stretches wall time, not a process's CPU time:
+read the CPU ratio first.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+ROOT = Path(__file__).resolve().parents[1]
+MAIN = {"ASR_CTC": "example_asr_ctc_experiment.py", "augmentation": "example_add_noise.py"}
+"""The script run in folders that hold several (the others hold one ``example_*.py``)."""
+
+LAUNCHER = '''"""Outside clock: times every Brain's fit_batch and evaluate_batch, then runs the example as __main__."""
+import json, os, runpy, sys, time
+
+import speechbrain.core as core
+
+LOG = open(os.environ["OUTSIDE_CLOCK_FILE"], "a")
+INIT = core.Brain.__init__
+
+
+def timed(method, name):
+    def call(*args, **kwargs):
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            stage = kwargs.get("stage", args[1] if len(args) > 1 else None)
+            stage = "train" if name == "fit_batch" else str(getattr(stage, "name", "test")).lower()
+            LOG.write(json.dumps([stage, wall, cpu]) + "\\n")
+            LOG.flush()
+    return call
+
+
+def init(self, *args, **kwargs):
+    INIT(self, *args, **kwargs)
+    for name in ("fit_batch", "evaluate_batch"):
+        setattr(self, name, timed(getattr(self, name), name))
+
+
+core.Brain.__init__ = init
+script = sys.argv[1]
+sys.argv = sys.argv[1:]
+sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+runpy.run_path(script, run_name="__main__")
+'''
+
+
+def script_of(folder: Path) -> Optional[Path]:
+    name = MAIN.get(folder.name)
+    if name is not None:
+        return folder / name
+    scripts = sorted(folder.glob("example*.py"))
+    return scripts[0] if scripts else None
+
+
+def launch(command: List[str], cwd: Path, timeout: float, extra_env: Dict[str, str]) -> Dict[str, Any]:
+    """Run ``python COMMAND`` in ``cwd``: exit code, total wall time, peak RSS (``wait4``), the log's tail."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **extra_env,
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    log = cwd / f"log-{time.monotonic_ns()}.txt"
+    start = time.perf_counter()
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, *command], cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)  # the child's own resources, reaped here
+        finally:
+            timer.cancel()
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return {"code": proc.returncode, "wall_s": wall, "rss": usage.ru_maxrss * 1024, "tail": log.read_text()[-1500:]}
+
+
+def run_example(name: str, source: Path, work: Path, timeout: float) -> Dict[str, Any]:
+    """The three runs of one example in a fresh copy of it (see the module docstring)."""
+    folder = work / "tests" / "integration" / name
+    shutil.copytree(source / "tests" / "integration" / name, folder)
+    script = script_of(folder)
+    if script is None:
+        return {"name": name, "error": "no example script"}
+    (work / "launcher.py").write_text(LAUNCHER)
+    clock = folder / "outside_clock.jsonl"
+    result: Dict[str, Any] = {"name": name, "script": script.name}
+    result["plain"] = launch([str(work / "launcher.py"), script.name], folder, timeout,
+                             {"OUTSIDE_CLOCK_FILE": str(clock)})
+    result["outside"] = [json.loads(line) for line in clock.read_text().splitlines()] if clock.exists() else []
+    for arm, flags in (("default", []), ("continue", ["--continue"])):
+        out = work / f"sbprof-{name}-{arm}"
+        result[arm] = launch(["-m", "sbprof", "run", *flags, "--output_folder", str(out), script.name], folder,
+                             timeout, {})
+        results = out / "results.json"
+        result[arm]["records"] = json.loads(results.read_text())["records"] if results.exists() else []
+    return result
+
+
+def _median(values: List[float]) -> Optional[float]:
+    return statistics.median(values) if values else None
+
+
+def _ratio(a: Optional[float], b: Optional[float]) -> str:
+    return "n/a" if a is None or not b else f"{a / b:.2f}"
+
+
+def row(result: Dict[str, Any]) -> List[str]:
+    """One line of the table."""
+    plain, default, going = result["plain"], result["default"], result["continue"]
+    stages = [r["cell"]["variant"] for r in default["records"] if r.get("wall_s")]
+    train = next((r for r in default["records"] if r["cell"]["variant"] == "train" and r.get("wall_s")), None)
+    step = "n/a (no training step)" if not any(s == "train" for s, *_ in result["outside"]) else "n/a"
+    if train is not None:
+        roles = train["extra"].get("roles", [])
+        indices = [i for i, role in enumerate(roles) if role == "measured"]
+        outside = [entry for entry in result["outside"] if entry[0] == "train"]
+        same = [outside[i] for i in indices if i < len(outside)]
+        if same:
+            wall = _ratio(_median(train["wall_s"]), _median([s[1] for s in same]))
+            cpu = _ratio(_median(train["cpu_s"]), _median([s[2] for s in same]))
+            step = (f"{1e3 * _median(train['wall_s']):.1f} ms vs {1e3 * _median([s[1] for s in same]):.1f} ms: "
+                    f"CPU {cpu}, wall {wall} ({len(same)} steps)")
+    if plain["code"] != 0:
+        cont = "n/a (fails unprofiled)"
+    else:
+        cont = f"wall {_ratio(going['wall_s'], plain['wall_s'])}, RSS {_ratio(going['rss'], plain['rss'])} " \
+               f"({plain['wall_s']:.0f} s, {(plain['rss'] or 0) / 2**20:.0f} MiB unprofiled)"
+    codes = f"{plain['code']} / {default['code']} / {going['code']}"
+    return [f"`{result['name']}`", ", ".join(stages) or "none", step, cont, codes]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("source", type=Path, help="SpeechBrain's source tree (holding tests/integration, tests/samples)")
+    p.add_argument("--only", nargs="*", help="these examples only")
+    p.add_argument("--timeout", type=float, default=1200, help="seconds per run")
+    p.add_argument("--json", type=Path, help="also write every run's figures here")
+    args = p.parse_args()
+    names = sorted(d.name for d in (args.source / "tests" / "integration").iterdir() if d.is_dir())
+    names = [n for n in names if not args.only or n in args.only]
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        shutil.copytree(args.source / "tests" / "samples", work / "tests" / "samples")
+        for name in names:
+            result = run_example(name, args.source, work, args.timeout)
+            results.append(result)
+            print(f"{name}: exit codes {row(result)[-1]}", file=sys.stderr, flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    print("| example | measured stages (default run) | train step median, sbprof vs unprofiled outside clock "
+          "(ratios, same steps) | `--continue` vs unprofiled: total wall, peak RSS (ratios) | exit codes "
+          "(unprofiled / default / `--continue`) |")
+    print("|---|---|---|---|---|")
+    for result in results:
+        print("| " + " | ".join(row(result)) + " |")
+
+
+if __name__ == "__main__":
+    main()
