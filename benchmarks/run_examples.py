@@ -18,9 +18,11 @@ script is run three ways, one after another, each a fresh process:
 The table compares the train stage's median measured step (sbprof's figure)
 with the outside clock's median over the same calls of ``fit_batch`` (the same
 step indices) in the unprofiled run, in wall and CPU time, and the
-``--continue`` run's total wall and peak RSS with the unprofiled run's. A
-machine shared with other work stretches wall time, not a process's CPU time:
-read the CPU ratio first.
+``--continue`` run's total wall and peak RSS with the unprofiled run's. With
+``--rounds N`` the three runs are repeated (the arms' order rotating, each run
+in a fresh copy of the example) and each ratio is the median over rounds, its
+range beside it. A machine shared with other work stretches wall time, not a
+process's CPU time: read the CPU ratio first.
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 MAIN = {"ASR_CTC": "example_asr_ctc_experiment.py", "augmentation": "example_add_noise.py"}
@@ -105,25 +107,35 @@ def launch(command: List[str], cwd: Path, timeout: float, extra_env: Dict[str, s
     return {"code": proc.returncode, "wall_s": wall, "rss": usage.ru_maxrss * 1024, "tail": log.read_text()[-1500:]}
 
 
-def run_example(name: str, source: Path, work: Path, timeout: float) -> Dict[str, Any]:
-    """The three runs of one example in a fresh copy of it (see the module docstring)."""
-    folder = work / "tests" / "integration" / name
-    shutil.copytree(source / "tests" / "integration" / name, folder)
-    script = script_of(folder)
-    if script is None:
-        return {"name": name, "error": "no example script"}
+def run_example(name: str, source: Path, work: Path, timeout: float, rounds: int) -> Dict[str, Any]:
+    """The three runs of one example, ``rounds`` times (the order of the arms rotating), each in a fresh copy of
+    it, so that no run finds another's outputs (see the module docstring)."""
     (work / "launcher.py").write_text(LAUNCHER)
-    clock = folder / "outside_clock.jsonl"
-    result: Dict[str, Any] = {"name": name, "script": script.name}
-    result["plain"] = launch([str(work / "launcher.py"), script.name], folder, timeout,
-                             {"OUTSIDE_CLOCK_FILE": str(clock)})
-    result["outside"] = [json.loads(line) for line in clock.read_text().splitlines()] if clock.exists() else []
-    for arm, flags in (("default", []), ("continue", ["--continue"])):
-        out = work / f"sbprof-{name}-{arm}"
-        result[arm] = launch(["-m", "sbprof", "run", *flags, "--output_folder", str(out), script.name], folder,
-                             timeout, {})
-        results = out / "results.json"
-        result[arm]["records"] = json.loads(results.read_text())["records"] if results.exists() else []
+    result: Dict[str, Any] = {"name": name, "rounds": []}
+    arms = ["plain", "default", "continue"]
+    for r in range(rounds):
+        runs: Dict[str, Any] = {}
+        for arm in arms[r % 3:] + arms[:r % 3]:
+            folder = work / "tests" / "integration" / name
+            shutil.rmtree(folder, ignore_errors=True)
+            shutil.copytree(source / "tests" / "integration" / name, folder)
+            script = script_of(folder)
+            if script is None:
+                return {"name": name, "error": "no example script", "rounds": []}
+            result["script"] = script.name
+            if arm == "plain":
+                clock = folder / "outside_clock.jsonl"
+                runs[arm] = launch([str(work / "launcher.py"), script.name], folder, timeout,
+                                   {"OUTSIDE_CLOCK_FILE": str(clock)})
+                runs["outside"] = ([json.loads(line) for line in clock.read_text().splitlines()]
+                                   if clock.exists() else [])
+                continue
+            out = work / f"sbprof-{name}-{arm}-{r}"
+            runs[arm] = launch(["-m", "sbprof", "run", *(["--continue"] if arm == "continue" else []),
+                                "--output_folder", str(out), script.name], folder, timeout, {})
+            results = out / "results.json"
+            runs[arm]["records"] = json.loads(results.read_text())["records"] if results.exists() else []
+        result["rounds"].append(runs)
     return result
 
 
@@ -131,32 +143,53 @@ def _median(values: List[float]) -> Optional[float]:
     return statistics.median(values) if values else None
 
 
-def _ratio(a: Optional[float], b: Optional[float]) -> str:
-    return "n/a" if a is None or not b else f"{a / b:.2f}"
+def _ratio(values: List[float]) -> str:
+    """The median over rounds of a ratio, and its range when there are several."""
+    if not values:
+        return "n/a"
+    if len(values) == 1:
+        return f"{values[0]:.2f}"
+    return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
+
+def _step_ratios(runs: Dict[str, Any]) -> Optional[Tuple[float, float, float, float, int]]:
+    """sbprof's train median measured step and the outside clock's over the same calls: (wall, CPU ratios, sbprof's
+    wall, the outside wall, steps)."""
+    train = next((r for r in runs["default"]["records"] if r["cell"]["variant"] == "train" and r.get("wall_s")), None)
+    if train is None:
+        return None
+    indices = [i for i, role in enumerate(train["extra"].get("roles", [])) if role == "measured"]
+    outside = [entry for entry in runs["outside"] if entry[0] == "train"]
+    same = [outside[i] for i in indices if i < len(outside)]
+    if not same:
+        return None
+    wall, outside_wall = _median(train["wall_s"]), _median([s[1] for s in same])
+    return wall / outside_wall, _median(train["cpu_s"]) / _median([s[2] for s in same]), wall, outside_wall, len(same)
 
 
 def row(result: Dict[str, Any]) -> List[str]:
-    """One line of the table."""
-    plain, default, going = result["plain"], result["default"], result["continue"]
-    stages = [r["cell"]["variant"] for r in default["records"] if r.get("wall_s")]
-    train = next((r for r in default["records"] if r["cell"]["variant"] == "train" and r.get("wall_s")), None)
-    step = "n/a (no training step)" if not any(s == "train" for s, *_ in result["outside"]) else "n/a"
-    if train is not None:
-        roles = train["extra"].get("roles", [])
-        indices = [i for i, role in enumerate(roles) if role == "measured"]
-        outside = [entry for entry in result["outside"] if entry[0] == "train"]
-        same = [outside[i] for i in indices if i < len(outside)]
-        if same:
-            wall = _ratio(_median(train["wall_s"]), _median([s[1] for s in same]))
-            cpu = _ratio(_median(train["cpu_s"]), _median([s[2] for s in same]))
-            step = (f"{1e3 * _median(train['wall_s']):.1f} ms vs {1e3 * _median([s[1] for s in same]):.1f} ms: "
-                    f"CPU {cpu}, wall {wall} ({len(same)} steps)")
-    if plain["code"] != 0:
+    """One line of the table: ratios as the median over rounds (their range)."""
+    rounds = result["rounds"]
+    if not rounds:
+        return [f"`{result['name']}`", "n/a", "n/a", "n/a", result.get("error", "not run")]
+    last = rounds[-1]
+    stages = [r["cell"]["variant"] for r in last["default"]["records"] if r.get("wall_s")]
+    steps = [s for s in (_step_ratios(runs) for runs in rounds) if s is not None]
+    if steps:
+        step = (f"CPU {_ratio([s[1] for s in steps])}, wall {_ratio([s[0] for s in steps])} "
+                f"({1e3 * _median([s[2] for s in steps]):.1f} ms vs {1e3 * _median([s[3] for s in steps]):.1f} ms, "
+                f"{steps[0][4]} steps)")
+    else:
+        step = "n/a (no training step)" if not any(e[0] == "train" for e in last["outside"]) else "n/a"
+    if any(runs["plain"]["code"] != 0 for runs in rounds):
         cont = "n/a (fails unprofiled)"
     else:
-        cont = f"wall {_ratio(going['wall_s'], plain['wall_s'])}, RSS {_ratio(going['rss'], plain['rss'])} " \
-               f"({plain['wall_s']:.0f} s, {(plain['rss'] or 0) / 2**20:.0f} MiB unprofiled)"
-    codes = f"{plain['code']} / {default['code']} / {going['code']}"
+        walls = [runs["continue"]["wall_s"] / runs["plain"]["wall_s"] for runs in rounds]
+        rss = [runs["continue"]["rss"] / runs["plain"]["rss"] for runs in rounds]
+        cont = (f"wall {_ratio(walls)}, RSS {_ratio(rss)} ({_median([r['plain']['wall_s'] for r in rounds]):.0f} s, "
+                f"{_median([r['plain']['rss'] for r in rounds]) / 2**20:.0f} MiB unprofiled)")
+    codes = " ; ".join(sorted({f"{r['plain']['code']} / {r['default']['code']} / {r['continue']['code']}"
+                               for r in rounds}))
     return [f"`{result['name']}`", ", ".join(stages) or "none", step, cont, codes]
 
 
@@ -166,6 +199,7 @@ def main() -> None:
     p.add_argument("--only", nargs="*", help="these examples only")
     p.add_argument("--timeout", type=float, default=1200, help="seconds per run")
     p.add_argument("--json", type=Path, help="also write every run's figures here")
+    p.add_argument("--rounds", type=int, default=1, help="runs of each arm per example (the ratios' median)")
     args = p.parse_args()
     names = sorted(d.name for d in (args.source / "tests" / "integration").iterdir() if d.is_dir())
     names = [n for n in names if not args.only or n in args.only]
@@ -174,7 +208,7 @@ def main() -> None:
         work = Path(tmp)
         shutil.copytree(args.source / "tests" / "samples", work / "tests" / "samples")
         for name in names:
-            result = run_example(name, args.source, work, args.timeout)
+            result = run_example(name, args.source, work, args.timeout, args.rounds)
             results.append(result)
             print(f"{name}: exit codes {row(result)[-1]}", file=sys.stderr, flush=True)
     if args.json:
