@@ -160,7 +160,13 @@ class Session:
             quiet = warnings.catch_warnings()  # operators without a formula are listed in the result instead
             quiet.__enter__()
             warnings.simplefilter("ignore", UntrackedOperatorWarning)
-            self._open.update(quiet=quiet, checkpoints=self.checkpoints, flops=FlopCounter(root).__enter__())
+            try:
+                counter = FlopCounter(root).__enter__()
+            except Exception as exc:  # e.g. a dispatch mode of the script's own: the step runs uncounted
+                quiet.__exit__(None, None, None)
+                self.errors.setdefault(stage, {})["flops"] = f"the FLOP counter did not start ({exc})"
+                return "warmup" if index < self.plan(stage).warmup else "spare"
+            self._open.update(quiet=quiet, checkpoints=self.checkpoints, flops=counter)
         elif role == "memory":
             from sbprof.measuring.memory import CpuPeak, CudaPeak
 

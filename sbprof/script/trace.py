@@ -152,7 +152,9 @@ class Tracer:
             self.stop()
             return False
         if self._profiler is None:
-            self._start(stage, device)
+            trace.skipped = self._start(stage, device)
+            if trace.skipped:
+                return False
         self._step, self._step_checkpoints = index, 0
         self._mark = _mark(f"{STEP_MARK}{stage} #{index}")
         return True
@@ -195,15 +197,24 @@ class Tracer:
 
         return [ProfilerActivity.CUDA] if self._device.startswith("cuda") else []
 
-    def _start(self, stage: str, device: str) -> None:
+    def _start(self, stage: str, device: str) -> Optional[str]:
+        """Start a session; why not, when it cannot be (the script's own profiler running, a profiler error)."""
+        import torch
         from torch.autograd import profiler
 
+        if torch.autograd.profiler._is_profiler_enabled or torch._C._autograd._profiler_enabled():
+            return "the script runs a torch profiler of its own"
         self._device = device
-        self._profiler = profiler.profile(use_cpu=True, use_kineto=True,
-                                          use_device="cuda" if device.startswith("cuda") else None)
-        with quiet_stderr(self.verbose):
-            self._profiler.__enter__()
+        session = profiler.profile(use_cpu=True, use_kineto=True,
+                                   use_device="cuda" if device.startswith("cuda") else None)
+        try:
+            with quiet_stderr(self.verbose):
+                session.__enter__()
+        except Exception as exc:  # the step goes on untraced: the trace is not worth the script's run
+            return f"the profiler did not start ({exc})"
+        self._profiler = session
         self._stage, self._session_events, self._collecting = stage, 0.0, True
+        return None
 
     def stop(self) -> None:
         """Stop the open session (if any), count its events, write its file."""

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from run_helpers import LBFGS, peak_rss_run, records
+from run_helpers import LBFGS, TINY, peak_rss_run, records, sbprof_run
 from sbprof.analysis.run import analyse
 from sbprof.results.store import load_results
 
@@ -47,3 +47,13 @@ def test_a_closure_optimiser_is_traced_up_to_the_cap_and_the_run_stays_within_it
     assert stage.forward_share + stage.backward_share + stage.optimizer_share <= 1.0
     # The model is one bare nn.Linear: it is its own row in the per-module table.
     assert "Linear" in [r["label"] for r in train["extra"]["modules"]["rows"]]
+
+
+def test_a_script_with_a_profiler_of_its_own_is_measured_and_its_profiler_left_alone(tmp_path):
+    done = sbprof_run(["--output_folder", str(tmp_path / "out"), str(TINY), "--ops", "50", "--steps", "12",
+                       "--own_profiler"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "trained 12 steps" in done.stdout and "own profiler events:" in done.stdout
+    train = records(tmp_path / "out")["train"]
+    assert len(train["wall_s"]) == 5 and train["extra"]["roles"][-2:] == ["spare", "spare"]
+    assert "the script runs a torch profiler of its own" in (tmp_path / "out" / "report.md").read_text()

@@ -35,7 +35,17 @@ def main():
     parser.add_argument("--linear", type=int, default=0)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--times", default=None)
+    parser.add_argument("--own_profiler", action="store_true", help="train under a torch.profiler of its own")
     args = parser.parse_args()
+    if args.own_profiler:
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profiler:
+            train(args)
+        print(f"own profiler events: {len(profiler.events())}")
+    else:
+        train(args)
+
+
+def train(args):
     torch.manual_seed(0)
     size = max(args.matmul, args.linear, 1)
     if args.linear:
