@@ -132,6 +132,12 @@ class Session:
         if self.should_stop(stage, kind):
             raise StopRun(stage)
         started = time.perf_counter()
+        stray = self.steps.current
+        if stray is not None and stray.kind == "loop" and kind != "loop":
+            # A model call with gradients outside the Brain's (or interface's) own calls opened a loop step that
+            # no optimiser step ended: it was never a step, and gives its index back.
+            self.steps.discard(unseen=True)
+            self._close(stray.stage, stray.role, False, None)
         index = self.steps.seen(stage)
         role = self.plan(stage).role(index)
         if role is not None:

@@ -64,6 +64,7 @@ class StageSteps:
 @dataclass
 class _Open:
     stage: str
+    kind: str
     role: str
     wall0: float
     cpu0: float
@@ -112,7 +113,7 @@ class Steps:
             own = sum(max(0.0, min(end, wall0) - max(start, mark)) for start, end in self._own)
             between = max(0.0, wall0 - mark - wait - own)
         self._forget()
-        self.current = _Open(stage, role, wall0, time.process_time(), wait, between, threading.get_ident())
+        self.current = _Open(stage, kind, role, wall0, time.process_time(), wait, between, threading.get_ident())
 
     def _forget(self) -> None:
         self._waits, self._own = [], []
@@ -140,8 +141,10 @@ class Steps:
         self._forget()
         return step.wall0, wall, cpu
 
-    def discard(self) -> None:
-        """The open step raised: it is not a step (its index stays used)."""
+    def discard(self, unseen: bool = False) -> None:
+        """The open step raised: it is not a step (its index stays used, unless ``unseen``: it never was one)."""
+        if unseen and self.current is not None:
+            self.stages[self.current.stage].seen -= 1
         self.current = None
 
     def relabel(self, stage: str, roles: List[str]) -> None:
