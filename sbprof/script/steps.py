@@ -82,7 +82,8 @@ class Steps:
     def __init__(self) -> None:
         self.stages: Dict[str, StageSteps] = {}
         self.current: Optional[_Open] = None
-        self._waits: List[Tuple[float, float]] = []  # (start, end) of __next__ calls since the last step ended
+        self._wait_s = 0.0  # time in __next__ since the last step ended (a sum: a long run past its steps adds no list)
+        self._first_wait: Optional[float] = None  # when the first of those __next__ calls started
         self._own: List[Tuple[float, float]] = []  # sbprof's own work since the last step ended
         self._last_end: Optional[Tuple[str, float]] = None  # (stage, perf_counter) of the last step's end
         self._local = threading.local()  # each thread's open regions, innermost last
@@ -102,12 +103,12 @@ class Steps:
             self._forget()
             return
         wall0 = time.perf_counter()
-        wait = sum(end - start for start, end in self._waits)
+        wait = self._wait_s
         mark = None
         if self._last_end is not None and self._last_end[0] == stage:
             mark = self._last_end[1]
-        elif self._waits:  # another stage (or nothing) ran before: the iteration starts at its first __next__
-            mark = self._waits[0][0]
+        elif self._first_wait is not None:  # another stage (or nothing) ran before: from its first __next__
+            mark = self._first_wait
         between = None
         if mark is not None:
             own = sum(max(0.0, min(end, wall0) - max(start, mark)) for start, end in self._own)
@@ -116,7 +117,7 @@ class Steps:
         self.current = _Open(stage, kind, role, wall0, time.process_time(), wait, between, threading.get_ident())
 
     def _forget(self) -> None:
-        self._waits, self._own = [], []
+        self._wait_s, self._first_wait, self._own = 0.0, None, []
 
     def end(self) -> Optional[Tuple[float, float, float]]:
         """The open step ends now: its ``(perf_counter start, wall seconds, CPU seconds)``, or ``None`` when no step
@@ -153,11 +154,14 @@ class Steps:
 
     def add_wait(self, start: float, end: float) -> None:
         """A ``__next__`` call from ``start`` to ``end``: data wait of the next step."""
-        self._waits.append((start, end))
+        self._wait_s += end - start
+        if self._first_wait is None:
+            self._first_wait = start
 
     def add_own(self, start: float, end: float) -> None:
         """sbprof's own work between steps, from ``start`` to ``end``: not the loop's time."""
-        self._own.append((start, end))
+        if len(self._own) < 64:  # a few pieces between two steps; past the steps, nothing reads them
+            self._own.append((start, end))
 
     def set_batch(self, utterances: Optional[int], audio_s: Optional[float]) -> None:
         """The open step's batch size and audio seconds (the first ones set win)."""
