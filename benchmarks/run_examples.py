@@ -18,7 +18,8 @@ script is run three ways, one after another, each a fresh process:
 The table compares the train stage's median measured step (sbprof's figure)
 with the outside clock's median over the same calls of ``fit_batch`` (the same
 step indices) in the unprofiled run, in wall and CPU time, and the
-``--continue`` run's total wall and peak RSS with the unprofiled run's. With
+``--continue`` run's total CPU time (user + system), total wall and peak RSS
+with the unprofiled run's. With
 ``--rounds N`` the three runs are repeated (the arms' order rotating, each run
 in a fresh copy of the example) and each ratio is the median over rounds, its
 range beside it. A machine shared with other work stretches wall time, not a
@@ -104,7 +105,8 @@ def launch(command: List[str], cwd: Path, timeout: float, extra_env: Dict[str, s
             timer.cancel()
     wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return {"code": proc.returncode, "wall_s": wall, "rss": usage.ru_maxrss * 1024, "tail": log.read_text()[-1500:]}
+    return {"code": proc.returncode, "wall_s": wall, "rss": usage.ru_maxrss * 1024,
+            "cpu_s": usage.ru_utime + usage.ru_stime, "tail": log.read_text()[-1500:]}
 
 
 def run_example(name: str, source: Path, work: Path, timeout: float, rounds: int) -> Dict[str, Any]:
@@ -185,8 +187,10 @@ def row(result: Dict[str, Any]) -> List[str]:
         cont = "n/a (fails unprofiled)"
     else:
         walls = [runs["continue"]["wall_s"] / runs["plain"]["wall_s"] for runs in rounds]
+        cpus = [runs["continue"]["cpu_s"] / runs["plain"]["cpu_s"] for runs in rounds if "cpu_s" in runs["plain"]]
         rss = [runs["continue"]["rss"] / runs["plain"]["rss"] for runs in rounds]
-        cont = (f"wall {_ratio(walls)}, RSS {_ratio(rss)} ({_median([r['plain']['wall_s'] for r in rounds]):.0f} s, "
+        cont = (f"CPU {_ratio(cpus)}, wall {_ratio(walls)}, RSS {_ratio(rss)} "
+                f"({_median([r['plain']['wall_s'] for r in rounds]):.0f} s, "
                 f"{_median([r['plain']['rss'] for r in rounds]) / 2**20:.0f} MiB unprofiled)")
     codes = " ; ".join(sorted({f"{r['plain']['code']} / {r['default']['code']} / {r['continue']['code']}"
                                for r in rounds}))
@@ -214,7 +218,7 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     print("| example | measured stages (default run) | train step median, sbprof vs unprofiled outside clock "
-          "(ratios, same steps) | `--continue` vs unprofiled: total wall, peak RSS (ratios) | exit codes "
+          "(ratios, same steps) | `--continue` vs unprofiled: total CPU, wall, peak RSS (ratios) | exit codes "
           "(unprofiled / default / `--continue`) |")
     print("|---|---|---|---|---|")
     for result in results:
