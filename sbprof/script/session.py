@@ -87,6 +87,12 @@ class Session:
         self.checkpoints = 0  # module calls (global hooks), backward and optimiser steps so far
         self.checkpoints_dir: Optional[Path] = None  # under torchrun: the Brains' debug-mode checkpoints, shared
         self._open: Dict[str, Any] = {}
+        # Imported now, before the script, not at a stage's first step of each role: objects made between two
+        # measured steps are young ones every garbage collection of those steps scans.
+        import sbprof.measuring.flops  # noqa: F401
+        import sbprof.measuring.memory  # noqa: F401
+        import sbprof.measuring.modules  # noqa: F401
+        import sbprof.measuring.params  # noqa: F401
 
     # ------------------------------------------------------------ plans
 
@@ -208,11 +214,12 @@ class Session:
             counter = self._open.pop("flops")
             counter.__exit__(None, None, None)
             self._open.pop("quiet").__exit__(None, None, None)
+            checkpoints = self.checkpoints - self._open.pop("checkpoints")
             if ok:
                 self.flops[stage] = _flops_of(counter)
                 self.operators[stage] = counter.operators
                 if self.tracer is not None:
-                    self.tracer.expect(stage, counter.operators, self.checkpoints - self._open.pop("checkpoints"))
+                    self.tracer.expect(stage, counter.operators, checkpoints)
         elif role == "memory":
             peak = self._open.pop("peak")
             values = peak.stop()
