@@ -15,6 +15,8 @@ Example
 >>> v = data_loading(wait_s=0.03, step_s=0.01)
 >>> v.rule, v.sentence
 ('data loading', 'Waiting for data takes 75 % of each step (30.0 ms wait beside a 10.0 ms step).')
+>>> data_loading(wait_s=0.02, step_s=0.02, between_s=0.02).sentence
+'Waiting for data takes 33 % of the loop (20.0 ms wait, 20.0 ms between, 20.0 ms step).'
 >>> data_loading(wait_s=0.0002, step_s=0.01) is None
 True
 """
@@ -38,8 +40,9 @@ class Threshold:
 
 THRESHOLDS: Dict[str, Threshold] = {
     "real-time": Threshold(1.0, "RTF < 1", "below 1 a setting processes audio faster than it arrives"),
-    "data loading": Threshold(0.10, "data wait > 10 % of (wait + step)", "a tenth of the loop spent waiting for "
-                              "data is what one more DataLoader worker usually wins back; below it, noise"),
+    "data loading": Threshold(0.10, "data wait > 10 % of the loop (wait + between + step)", "a tenth of the loop "
+                              "spent waiting for data is what one more DataLoader worker usually wins back; below "
+                              "it, noise"),
     "dispatch-bound": Threshold(3.0, "CPU time per operator < 3x the dispatch floor, over >= 1,000 operators a "
                                 "step", "within a few times the cost of launching an empty operator, the step pays "
                                 "for dispatch, not for arithmetic"),
@@ -143,16 +146,22 @@ def _rule(name: str) -> str:
     return THRESHOLDS[name].text
 
 
-def data_loading(wait_s: float, step_s: float) -> Optional[Verdict]:
-    """Time waiting for the next batch (median per step) beside the step itself; fires over the threshold."""
-    if wait_s is None or step_s is None or wait_s + step_s <= 0:
+def data_loading(wait_s: float, step_s: float, between_s: Optional[float] = None) -> Optional[Verdict]:
+    """Time waiting for the next batch (median per step) as a share of the loop: the wait, the step itself and,
+    when given, the time between them (the rest of the loop's iteration); fires over the threshold."""
+    if wait_s is None or step_s is None or wait_s + step_s + (between_s or 0.0) <= 0:
         return None
-    share = wait_s / (wait_s + step_s)
+    share = wait_s / (wait_s + step_s + (between_s or 0.0))
     if share <= THRESHOLDS["data loading"].value:
         return None
-    return Verdict("data loading", f"Waiting for data takes {_pct(share)} of each step ({_ms(wait_s)} wait beside "
-                   f"a {_ms(step_s)} step).",
-                   [Figure("data wait", wait_s, "s"), Figure("step", step_s, "s"), Figure("wait share", share, "share")],
+    if between_s is None:
+        sentence = f"Waiting for data takes {_pct(share)} of each step ({_ms(wait_s)} wait beside a {_ms(step_s)} step)."
+        figures = [Figure("data wait", wait_s, "s"), Figure("step", step_s, "s")]
+    else:
+        sentence = (f"Waiting for data takes {_pct(share)} of the loop ({_ms(wait_s)} wait, {_ms(between_s)} "
+                    f"between, {_ms(step_s)} step).")
+        figures = [Figure("data wait", wait_s, "s"), Figure("between", between_s, "s"), Figure("step", step_s, "s")]
+    return Verdict("data loading", sentence, figures + [Figure("wait share", share, "share")],
                    _rule("data loading"), "more DataLoader workers (num_workers), pin_memory, or decode and "
                    "resample the audio ahead of training", weight=share)
 

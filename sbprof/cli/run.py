@@ -4,9 +4,11 @@ The command line is the job's (:mod:`sbprof.script.command`). Unlike the
 other jobs (:mod:`sbprof.cli.job`), the script's own standard output stays
 its own (sbprof's lines and the report go to standard error) and the exit
 code is the script's. Exit codes: the script's own (0 when sbprof stopped it after
-its steps, 1 when it raised, its ``sys.exit`` status, 130 interrupted), 2 for
-bad input to sbprof (nothing run, nothing written), 1 when the results
-could not be written.
+its steps, 1 when it raised, its ``sys.exit`` status, 130 interrupted, also
+after the script ended: the reports of what was recorded are written
+first), 2 for bad input to sbprof (nothing run, nothing written), 1 when the
+results could not be written or no step could be measured (one line says
+why).
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import shutil
 import sys
 from typing import List
 
-from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, error, print_outputs
+from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, error, print_outputs
 
 
 def main(argv: List[str], prog: str = "sbprof run") -> int:
@@ -27,6 +29,7 @@ def main(argv: List[str], prog: str = "sbprof run") -> int:
     from sbprof.results import FolderInUse, StorageError
     from sbprof.script import JOB as entry
     from sbprof.script.launch import script_traceback
+    from sbprof.script.plan import log
 
     cfg = configure(entry, argv, prog)
     if isinstance(cfg, int):
@@ -34,10 +37,14 @@ def main(argv: List[str], prog: str = "sbprof run") -> int:
     folder = cfg.preamble.output_folder
     created = not os.path.exists(folder)
     plan = entry.plan(cfg)
+    plan.after_script.held = True  # Ctrl-C after the script waits for the reports (sbprof.script.interrupts)
+
+    def render(results):
+        log("writing report.md")
+        return reports(entry, results, folder)
     try:
-        outcome = run_job(plan, folder, progress_bar=False, render=lambda results: reports(entry, results, folder),
-                          summarise=lambda results: summary_block(entry, results),
-                          log=lambda line: print(f"sbprof: {line}", file=sys.stderr))
+        outcome = run_job(plan, folder, progress_bar=False, render=render,
+                          summarise=lambda results: summary_block(entry, results), log=log)
     except (ConfigError, FolderInUse) as exc:
         if created:
             shutil.rmtree(folder, ignore_errors=True)
@@ -46,6 +53,8 @@ def main(argv: List[str], prog: str = "sbprof run") -> int:
     except (StorageError, OSError) as exc:
         error(str(exc))
         return EXIT_FAILED
+    finally:
+        plan.after_script.restore()
     ended = plan.ended
     report = outcome.outputs.get("report.md")
     if report is not None and report.is_file():
@@ -55,4 +64,9 @@ def main(argv: List[str], prog: str = "sbprof run") -> int:
         print(script_traceback(ended.error), end="", file=sys.stderr)
     elif ended.message is not None:
         print(ended.message, file=sys.stderr)
+    if plan.after_script.hit:
+        return EXIT_INTERRUPTED
+    if plan.unmeasured is not None and ended.exit_code == 0:
+        error(plan.unmeasured)
+        return EXIT_FAILED
     return ended.exit_code

@@ -42,8 +42,10 @@ def _malloc_trim() -> Optional[object]:
         return None
 
 
-def release_heap() -> Optional[str]:
-    """Collect garbage and hand freed heap pages back to the system.
+def release_heap(generation: int = 2) -> Optional[str]:
+    """Collect garbage (up to ``generation``: 2 is every object, 1 only the recent ones, which is what a step just
+    left behind and much cheaper in a process holding millions of objects) and hand freed heap pages back to the
+    system.
 
     Returns the method used (``"malloc_trim"``), or ``None`` where the C
     library has no such call (then retained heap can hide a region's growth).
@@ -53,7 +55,7 @@ def release_heap() -> Optional[str]:
     >>> release_heap() in ("malloc_trim", None)
     True
     """
-    gc.collect()
+    gc.collect(generation)
     trim = _malloc_trim()
     if trim is None:
         return None
@@ -76,6 +78,23 @@ def _read_status_kib(field: str) -> int:
             if line.startswith(field + ":"):
                 return int(line.split()[1]) * 1024
     raise KeyError(field)
+
+
+def current_rss_bytes() -> int:
+    """The process's resident set now, in bytes (``/proc/self/statm``; psutil where there is no ``/proc``).
+
+    Example
+    -------
+    >>> current_rss_bytes() > 0
+    True
+    """
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * mmap.PAGESIZE
+    except OSError:
+        import psutil
+
+        return int(psutil.Process().memory_info().rss)
 
 
 @functools.lru_cache(maxsize=None)
@@ -108,6 +127,8 @@ class CpuPeak:
     ``heap_trim`` says whether it could): glibc serves even a large request
     from a free heap chunk when one fits, and such pages are already resident,
     so without the trim a region could allocate hundreds of MiB and read 0.
+    ``gc_generation``: how far the garbage collection before it goes (see
+    :func:`release_heap`).
 
     Example
     -------
@@ -121,7 +142,8 @@ class CpuPeak:
     True
     """
 
-    def __init__(self, method: Optional[str] = None):
+    def __init__(self, method: Optional[str] = None, gc_generation: int = 2):
+        self.gc_generation = gc_generation
         if method is None:
             method = "clear_refs" if _can_reset_hwm() else "psutil_sampling"
         if method not in ("clear_refs", "psutil_sampling"):
@@ -138,7 +160,7 @@ class CpuPeak:
         self._thread: Optional[threading.Thread] = None
 
     def start(self) -> None:
-        self.heap_trim = release_heap()
+        self.heap_trim = release_heap(self.gc_generation)
         if self.method == "clear_refs":
             with open(_CLEAR_REFS, "w") as f:
                 f.write("5")

@@ -17,7 +17,7 @@ from sbprof.base.errors import ConfigError
 from sbprof.jobs.job import ArgumentParser, Invocation
 
 DEFAULTS: Dict[str, Any] = {"script": None, "module": None, "args": (), "warmup": 2, "measured": 5,
-                            "keep_going": False, "trace": True, "output_folder": None}
+                            "keep_going": False, "trace": True, "output_folder": None, "verbose": False}
 """The run job's options and their defaults (the command line's and :func:`sbprof.run`'s)."""
 USAGE = "%(prog)s [options] SCRIPT.py [ARGS ...]\n       %(prog)s [options] -m MODULE [ARGS ...]\n" \
         "       %(prog)s --render-only RESULTS"
@@ -37,6 +37,7 @@ def parser(prog: str) -> ArgumentParser:
     p.add_argument("--continue", dest="keep_going", action="store_true",
                    help="after the measured steps, let the script run to its end (default: stop it there)")
     p.add_argument("--no-trace", dest="trace", action="store_false", help="no torch.profiler trace")
+    p.add_argument("--verbose", action="store_true", help="keep the profiler's own console lines (hidden by default)")
     p.add_argument("--output_folder", help="where results.json, report.md and traces go "
                                            "(default results/run/<script name>)")
     p.add_argument("--render-only", metavar="RESULTS", help="re-render a saved run's reports, nothing run")
@@ -122,4 +123,4 @@ def load_config(source: Mapping[str, Any], overrides: Optional[Mapping[str, Any]
     preamble = Preamble(devices=("cpu",), cpu_threads=(1,), cuda_threads=1, seed=0, warmup=args["warmup"],
                         measured=args["measured"], repeats=Repeats(runs=1), output_folder=folder, progress_bar=False)
     return RunConfig(preamble=preamble, target=target, keep_going=bool(args["keep_going"]), trace=bool(args["trace"]),
-                     rank_folder=ranks)
+                     rank_folder=ranks, verbose=bool(args["verbose"]))

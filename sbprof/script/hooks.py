@@ -1,24 +1,23 @@
 """Where ``sbprof run`` finds steps in a script it does not edit: class-level hooks installed before the script runs.
 
-- ``speechbrain.core.Brain``: every instance, once built, has its
-  ``fit_batch`` and ``evaluate_batch`` (the subclass's own, when it overrides
-  them) wrapped: each call is a step of its stage (``train``, ``valid``,
-  ``test``). Unless ``--continue``, the Brain is built in SpeechBrain's own debug
-  mode (``debug_batches = warmup + measured``, one epoch): each stage stops
-  after its steps, and its checkpointer writes to a temporary folder, so
-  the recipe's own checkpoints are left as they were; the script stops when
-  ``evaluate`` returns (the test stage is a recipe's last), or ends after ``fit``.
+- ``speechbrain.core.Brain``: see :mod:`sbprof.script.brains`.
 - ``speechbrain.inference`` interfaces: each call of a batch or file method
   (``transcribe_batch``, ``transcribe_file``, ``encode_batch``...) is a step of
   the stage named after the method; a call inside another counts once.
 - a plain PyTorch loop: a step starts at the first outermost ``nn.Module``
   call with gradients enabled and ends when ``Optimizer.step`` returns; the
   modules whose parameters the optimiser updates are its model.
-- ``DataLoader`` iterators: the time inside ``__next__`` is data wait, and
-  a SpeechBrain ``PaddedBatch`` gives the step its utterances and audio seconds.
+- ``DataLoader`` iterators: the time inside ``__next__`` is data wait, a new
+  iterator's length the batches of the stage that reads it, and a SpeechBrain
+  ``PaddedBatch`` gives the step its utterances and audio seconds.
 
-Forward time is the time inside outermost ``nn.Module`` calls,
-backward inside ``torch.autograd.backward``, optimiser inside ``Optimizer.step``.
+Forward time is the time inside outermost ``nn.Module`` calls, backward inside
+``torch.autograd.backward``, optimiser inside ``Optimizer.step``. Outermost
+calls are found two ways: global module hooks (every module call pays for
+them, 1.5 µs here: 10 % of a step of 800 small module calls, measured) on
+warm-up, FLOP and traced steps, which also learn which modules are called
+outermost; on the other steps only those modules carry hooks of their own
+(``roots``), so a measured step pays for a few calls, not for every one.
 """
 from __future__ import annotations
 
@@ -27,18 +26,21 @@ import importlib.abc
 import importlib.util
 import sys
 import time
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
-from sbprof.models.batches import batch_size_and_audio, brain_sample_rate
+from sbprof.models.batches import batch_size_and_audio
 from sbprof.models.source import DEFAULT_SAMPLE_RATE
-from sbprof.script.session import Session, StopRun
+from sbprof.script.session import Session
 
-BRAIN_METHODS = ("fit_batch", "evaluate_batch")
 INFERENCE_METHODS = ("transcribe_batch", "transcribe_file", "encode_batch", "encode_file", "classify_batch",
                      "classify_file", "separate_batch", "separate_file", "enhance_batch", "enhance_file",
                      "verify_batch", "verify_files", "decode_batch", "estimate_batch")
+ROOT_ROLES = ("measured", "memory", "modules", "spare")
+"""Roles whose steps run with hooks on the outermost modules only (once they are known)."""
+
+
 def _call_audio(args: tuple, kwargs: dict, sample_rate: int) -> Tuple[Optional[int], Optional[float]]:
     """Utterances and seconds of an interface's ``*_batch(wavs, wav_lens)`` call."""
     wavs = args[0] if args else kwargs.get("wavs", kwargs.get("mix", kwargs.get("noisy")))
@@ -86,10 +88,14 @@ class Hooks:
         self._depth = 0  # outermost module calls
         self._in_call = 0  # hooked Brain or interface calls now running
         self._loop_model: Optional[torch.nn.Module] = None
-        self._roots: List[torch.nn.Module] = []
+        self._recent: List[torch.nn.Module] = []  # the last modules called outermost
+        self._roots: Dict[int, torch.nn.Module] = {}  # every module seen called outermost
         self._optimizers: List[torch.optim.Optimizer] = []
         self._pending_batch: Any = None  # the last batch a DataLoader gave, for the next loop step
+        self.loader_batches: Optional[int] = None  # the length of the last DataLoader iterated
+        self._mode = "off"
         self._module_handles: List[Any] = []
+        self.brains = 0  # Brains that ran a step so far
 
     # ------------------------------------------------------------ install
 
@@ -97,18 +103,21 @@ class Hooks:
         self._patch(torch.autograd, "backward", self._timed("backward", torch.autograd.backward))
         from torch.utils.data import dataloader
 
-        self._patch(dataloader._BaseDataLoaderIter, "__next__", self._waited(dataloader._BaseDataLoaderIter.__next__))
+        iterator = dataloader._BaseDataLoaderIter
+        self._patch(iterator, "__next__", self._waited(iterator.__next__))
+        self._patch(iterator, "__init__", self._counted(iterator.__init__))
         from torch.optim import optimizer
 
-        self._module_hooks(True)
-        self._undo.append(lambda: self._module_hooks(False))
+        self._set_mode("global")
+        self._undo.append(lambda: self._set_mode("off"))
         for handle in (optimizer.register_optimizer_step_pre_hook(self._optimizer_pre),
                        optimizer.register_optimizer_step_post_hook(self._optimizer_post)):
             self._undo.append(handle.remove)
         # SpeechBrain's classes are hooked when the script imports them (importing SpeechBrain here would apply
         # its quirks, e.g. torch flags, to scripts that never use it).
-        self._when_imported("speechbrain.core", lambda m: self._patch(m.Brain, "__init__",
-                                                                      self._brain_init(m.Brain.__init__)))
+        from sbprof.script.brains import patch_brain
+
+        self._when_imported("speechbrain.core", lambda m: patch_brain(self, m.Brain))
         self._when_imported("speechbrain.inference.interfaces", lambda m: self._patch(
             m.Pretrained, "__init__", self._pretrained_init(m.Pretrained.__init__)))
 
@@ -127,34 +136,50 @@ class Hooks:
         setattr(owner, name, value)
         self._undo.append(lambda: setattr(owner, name, original) if had else delattr(owner, name))
 
-    def _module_hooks(self, on: bool) -> None:
-        """Install or remove the global ``nn.Module`` hooks (forward time, a plain loop's steps).
-
-        With ``--continue`` they go once no stage records (every ``nn.Module`` call pays for global hooks), and come
-        back for a hooked call of a stage that still records.
-        """
-        from torch.nn.modules import module
-
-        if on and not self._module_handles:
-            self._module_handles = [module.register_module_forward_pre_hook(self._forward_pre),
-                                    module.register_module_forward_hook(self._forward_post, always_call=True)]
-        elif not on and self._module_handles:
-            for handle in self._module_handles:
-                handle.remove()
-            self._module_handles = []
-
     def remove(self) -> None:
         for undo in reversed(self._undo):
             undo()
         self._undo = []
 
+    # ------------------------------------------------------------ module hooks
+
+    def _set_mode(self, mode: str) -> None:
+        """Module hooks: ``global`` (every module call), ``roots`` (modules seen outermost) or ``off``."""
+        if mode == "roots" and not self._roots:
+            mode = "global"  # nothing learned yet (no warm-up step): every call
+        if mode == self._mode and (mode != "roots" or len(self._module_handles) == 2 * len(self._roots)):
+            return  # (roots learned since they were hooked get theirs)
+        for handle in self._module_handles:
+            handle.remove()
+        self._module_handles = []
+        self._mode = mode
+        if mode == "global":
+            from torch.nn.modules import module
+
+            self._module_handles = [module.register_module_forward_pre_hook(self._forward_pre),
+                                    module.register_module_forward_hook(self._forward_post, always_call=True)]
+        elif mode == "roots":
+            for root in self._roots.values():
+                self._module_handles += [root.register_forward_pre_hook(self._forward_pre),
+                                         root.register_forward_hook(self._forward_post, always_call=True)]
+
+    def mode_for(self, role: Optional[str]) -> None:
+        """The module hooks a step of ``role`` runs with; past its plan (``None``) none under ``--continue``, else
+        the outermost modules' (a plain loop's next step must still be seen, to stop the script there)."""
+        if role is None:
+            self._set_mode("off" if self.session.keep_going else "roots")
+        else:
+            self._set_mode("roots" if role in ROOT_ROLES else "global")
+
     # ------------------------------------------------------------ regions
 
-    def _timed(self, region: str, function: Callable) -> Callable:
-        steps = self.steps
+    def _timed(self, region: str, function: Callable, checkpoint: bool = True) -> Callable:
+        steps, session = self.steps, self.session
 
         @functools.wraps(function)
         def timed(*args: Any, **kwargs: Any) -> Any:
+            if checkpoint:
+                session.checkpoint()
             steps.enter(region)
             try:
                 return function(*args, **kwargs)
@@ -169,20 +194,33 @@ class Hooks:
         def waited(iterator: Any) -> Any:
             start = time.perf_counter()
             batch = next_batch(iterator)
-            steps.add_wait(time.perf_counter() - start)
+            steps.add_wait(start, time.perf_counter())
             self._pending_batch = batch
             return batch
         return waited
 
+    def _counted(self, init: Callable) -> Callable:
+        @functools.wraps(init)
+        def counted(iterator: Any, loader: Any, *args: Any, **kwargs: Any) -> None:
+            init(iterator, loader, *args, **kwargs)
+            try:
+                self.loader_batches = len(loader)
+            except TypeError:  # an iterable dataset without a length
+                self.loader_batches = None
+        return counted
+
     def _forward_pre(self, module: torch.nn.Module, args: Any) -> None:
+        self.session.checkpoint()
         self._depth += 1
         if self._depth != 1:
             return
         if self.steps.current is None and self._in_call == 0 and torch.is_grad_enabled():
             self._begin_loop_step(module)
-        if not self._roots or module is not self._roots[-1]:
-            self._roots.append(module)
-            del self._roots[:-8]
+        if self._mode == "global":
+            self._roots.setdefault(id(module), module)
+        if not self._recent or module is not self._recent[-1]:
+            self._recent.append(module)
+            del self._recent[:-8]
         self.steps.enter("forward")
 
     def _forward_post(self, module: torch.nn.Module, args: Any, output: Any) -> None:
@@ -198,8 +236,16 @@ class Hooks:
             self.steps.set_batch(*batch_size_and_audio(self._pending_batch, DEFAULT_SAMPLE_RATE))
             self._pending_batch = None
 
-    def _optimizer_pre(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+    def _optimizer_pre(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> Any:
+        self.session.checkpoint()
         self.steps.enter("optimizer")
+        closure = args[0] if args else kwargs.get("closure")
+        if not callable(closure):
+            return None
+        # A closure optimiser (LBFGS) runs the forward and backward inside its step: the closure's time is the
+        # script's, never the optimiser's (its module calls and backward still count as forward and backward).
+        timed = self._timed("closure", closure, checkpoint=False)
+        return ((timed, *args[1:]), kwargs) if args else (args, {**kwargs, "closure": timed})
 
     def _optimizer_post(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         self.steps.leave("optimizer")
@@ -209,76 +255,19 @@ class Hooks:
         self.session.end()
         if self._loop_model is None:
             self._find_loop_model(optimizer)
-        if self.session.keep_going and not self.steps.recording(step.stage):
-            self._module_hooks(False)
+        self.mode_for(self.session.next_role(step.stage))
 
     def _find_loop_model(self, optimizer: torch.optim.Optimizer) -> None:
         """The modules (called outermost) whose parameters this optimiser updates: the loop's model."""
         updated = {id(p) for group in optimizer.param_groups for p in group["params"]}
-        owners = [m for m in dict.fromkeys(self._roots) if any(id(p) in updated for p in m.parameters())]
+        owners = [m for m in dict.fromkeys(self._recent) if any(id(p) in updated for p in m.parameters())]
         self._optimizers = [optimizer]
         if len(owners) == 1:
             self._loop_model = owners[0]
         elif owners:
             self._loop_model = torch.nn.ModuleDict({f"{type(m).__name__}{i}": m for i, m in enumerate(owners)})
 
-    # ------------------------------------------------------------ SpeechBrain
-
-    def _brain_init(self, init: Callable) -> Callable:
-        hooks = self
-
-        @functools.wraps(init)
-        def brain_init(brain: Any, modules: Any = None, opt_class: Any = None, hparams: Any = None,
-                       run_opts: Any = None, checkpointer: Any = None) -> None:
-            if not hooks.session.keep_going:
-                steps = hooks.steps.warmup + hooks.steps.measured
-                run_opts = {**(run_opts or {}), "debug": True, "debug_batches": steps, "debug_epochs": 1}
-            init(brain, modules, opt_class, hparams, run_opts, checkpointer)
-            for name in BRAIN_METHODS:
-                setattr(brain, name, hooks._brain_step(brain, name, getattr(brain, name)))
-            if not hooks.session.keep_going:
-                brain.fit = hooks._one_epoch(brain, brain.fit)
-                brain.evaluate = hooks._stop_after(brain.evaluate)
-        return brain_init
-
-    def _one_epoch(self, brain: Any, fit: Callable) -> Callable:
-        """``fit`` with SpeechBrain's debug mode stopping after its first epoch, whatever its epoch numbering."""
-
-        @functools.wraps(fit)
-        def one_epoch(epoch_counter: Any, *args: Any, **kwargs: Any) -> Any:
-            if hasattr(epoch_counter, "current"):  # an EpochCounter: epochs current + 1, current + 2, ...
-                brain.debug_epochs = epoch_counter.current + 1
-            elif isinstance(epoch_counter, (range, list, tuple)) and len(epoch_counter):
-                brain.debug_epochs = epoch_counter[0]
-            return fit(epoch_counter, *args, **kwargs)
-        return one_epoch
-
-    def _stop_after(self, evaluate: Callable) -> Callable:
-        """``evaluate``, after which the script stops: its test steps are the recipe's last stage."""
-        hooks = self
-
-        @functools.wraps(evaluate)
-        def stop_after(*args: Any, **kwargs: Any) -> Any:
-            result = evaluate(*args, **kwargs)
-            if "test" in hooks.steps.stages:
-                raise StopRun("test")
-            return result
-        return stop_after
-
-    def _brain_step(self, brain: Any, name: str, method: Callable) -> Callable:
-        hooks = self
-        rate = brain_sample_rate(brain)
-
-        @functools.wraps(method)
-        def step(*args: Any, **kwargs: Any) -> Any:
-            if hooks._in_call:
-                return method(*args, **kwargs)
-            stage = "train" if name == "fit_batch" else getattr(
-                kwargs.get("stage", args[1] if len(args) > 1 else None), "name", "test").lower()
-            optimizers = lambda: list((getattr(brain, "optimizers_dict", None) or {}).values())  # noqa: E731
-            return hooks._step(stage, "brain", brain.modules, str(brain.device), optimizers, method, args, kwargs,
-                               batch_size_and_audio(args[0] if args else kwargs.get("batch"), rate))
-        return step
+    # ------------------------------------------------------------ inference interfaces
 
     def _pretrained_init(self, init: Callable) -> Callable:
         hooks = self
@@ -302,16 +291,15 @@ class Hooks:
             if hooks._in_call:  # e.g. transcribe_file calling transcribe_batch: its audio is the outer step's
                 hooks.steps.set_batch(*audio)
                 return method(*args, **kwargs)
-            return hooks._step(name, "inference", interface.mods, str(interface.device), list, method, args,
-                               kwargs, audio)
+            return hooks.step(name, "inference", interface.mods, str(interface.device), list, method, args,
+                              kwargs, audio)
         return step
 
-    def _step(self, stage: str, kind: str, root: Any, device: str, optimizers: Callable, method: Callable,
-              args: tuple, kwargs: dict, audio: Tuple[Optional[int], Optional[float]]) -> Any:
-        """One hooked call as one step of ``stage``."""
-        recording = self.steps.recording(stage)
-        if recording:
-            self._module_hooks(True)
+    def step(self, stage: str, kind: str, root: Any, device: str, optimizers: Callable, method: Callable,
+             args: tuple, kwargs: dict, audio: Tuple[Optional[int], Optional[float]]) -> Any:
+        """One hooked call (a Brain batch, an interface call) as one step of ``stage``."""
+        if not self.session.should_stop(stage, kind):
+            self.mode_for(self.session.next_role(stage))
         self.session.begin(stage, kind, root, device, optimizers)
         self.steps.set_batch(*audio)
         self._in_call += 1
@@ -323,6 +311,4 @@ class Hooks:
             raise
         self._in_call -= 1
         self.session.end()
-        if self.session.keep_going and recording and not self.steps.recording(stage):
-            self._module_hooks(False)
         return result

@@ -1,147 +1,203 @@
-"""The clocks of ``sbprof run``: steps per stage, their phases (warm-up, measured, done), and what each step held.
+"""The clocks of ``sbprof run``: what each step of each stage held, and the loop's time around it.
 
 A step is one hooked call (a Brain's ``fit_batch``/``evaluate_batch``, an
 inference interface's ``transcribe_batch``...) or, in a plain PyTorch loop,
-the span between two optimiser steps. :class:`Steps` keeps, for each stage,
-the first ``warmup + measured`` steps: wall and process CPU time, the data
-wait before each one, the time inside forward (outermost ``nn.Module``
-calls), backward (``torch.autograd.backward``) and ``Optimizer.step``, and the
-utterances and audio seconds of its batch when it carries them. It measures
-only; :mod:`sbprof.script.hooks` decides when steps begin and end.
+the span from the first model call with gradients to the end of
+``Optimizer.step``. :class:`Steps` keeps, for each stage, every step that has
+a role (:mod:`sbprof.script.lifecycle`: warm-up, measured, memory...): wall
+and process CPU time, the data wait before it (time inside ``DataLoader``
+iterators' ``__next__``), the time between (the rest of the loop's iteration:
+from the end of the stage's previous step, or at a stage's first step of an
+epoch from its first ``__next__``, to the step's start, less the data wait and
+sbprof's own work), the time inside forward, backward and ``Optimizer.step``
+(each region's own time: a region inside another, such as a closure
+optimiser's forward, counts for the inner one only; its closure's other
+time for none), and the utterances and
+audio seconds of its batch. It measures only; :mod:`sbprof.script.hooks`
+decides when steps begin and end, :mod:`sbprof.script.session` their roles.
 
 Example
 -------
 >>> import time
->>> steps = Steps(warmup=1, measured=2)
->>> for _ in range(4):
-...     steps.begin("train")
-...     with steps.region("forward"):
-...         time.sleep(0.001)
+>>> steps = Steps()
+>>> for _ in range(3):
+...     steps.begin("train", role="measured")
+...     with steps.region("optimizer"):
+...         with steps.region("forward"):  # a closure optimiser's forward: forward time, not optimiser time
+...             time.sleep(0.002)
 ...     _ = steps.end()
 >>> s = steps.stages["train"]
->>> len(s.wall_s), s.forward_s[1] >= 0.001, steps.phase("train")
-(3, True, 'done')
+>>> s.forward_s[2] >= 0.002, s.optimizer_s[2] < 0.002, s.roles
+(True, True, ['measured', 'measured', 'measured'])
 """
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Tuple
 
 REGIONS = ("forward", "backward", "optimizer")
-PHASES = ("warmup", "measured", "done")
+UNCOUNTED = "closure"
+"""A region whose own time goes to no share: a closure optimiser's closure, outside its forward and backward."""
 
 
 @dataclass
 class StageSteps:
-    """The recorded steps of one stage (warm-up ones first), one value per step in each list."""
+    """The recorded steps of one stage, one value per step in each list, in the order they ran."""
 
     kind: str = ""
+    roles: List[str] = field(default_factory=list)
     wall_s: List[float] = field(default_factory=list)
     cpu_s: List[float] = field(default_factory=list)
     data_wait_s: List[float] = field(default_factory=list)
+    between_s: List[Optional[float]] = field(default_factory=list)
     forward_s: List[float] = field(default_factory=list)
     backward_s: List[float] = field(default_factory=list)
     optimizer_s: List[float] = field(default_factory=list)
     utterances: List[Optional[int]] = field(default_factory=list)
     audio_s: List[Optional[float]] = field(default_factory=list)
-    seen: int = 0  # steps seen, recorded or not
+    seen: int = 0  # steps begun, recorded or not
 
 
 @dataclass
 class _Open:
     stage: str
+    kind: str
+    role: str
     wall0: float
     cpu0: float
     wait_s: float
+    between_s: Optional[float]
+    thread: int
     regions: Dict[str, float] = field(default_factory=lambda: dict.fromkeys(REGIONS, 0.0))
     utterances: Optional[int] = None
     audio_s: Optional[float] = None
 
 
 class Steps:
-    """Step clocks per stage (see the module docstring).
+    """Step clocks per stage (see the module docstring)."""
 
-    Arguments
-    ---------
-    warmup, measured : int
-        Steps per stage left out of the figures, then steps in them; later steps are counted, not recorded.
-    """
-
-    def __init__(self, warmup: int, measured: int):
-        self.warmup = warmup
-        self.measured = measured
+    def __init__(self) -> None:
         self.stages: Dict[str, StageSteps] = {}
         self.current: Optional[_Open] = None
-        self.pending_wait_s = 0.0
-        self._depth: Dict[str, int] = dict.fromkeys(REGIONS, 0)
-        self._since: Dict[str, float] = dict.fromkeys(REGIONS, 0.0)
+        self._wait_s = 0.0  # time in __next__ since the last step ended (a sum: a long run past its steps adds no list)
+        self._first_wait: Optional[float] = None  # when the first of those __next__ calls started
+        self._own: List[Tuple[float, float]] = []  # sbprof's own work since the last step ended
+        self._last_end: Optional[Tuple[str, float]] = None  # (stage, perf_counter) of the last step's end
+        self._local = threading.local()  # each thread's open regions, innermost last
 
-    def phase(self, stage: str) -> str:
-        """``warmup``, ``measured`` or ``done``: where the next step of ``stage`` falls."""
-        seen = self.stages[stage].seen if stage in self.stages else 0
-        return PHASES[0] if seen < self.warmup else PHASES[1] if seen < self.warmup + self.measured else PHASES[2]
+    def seen(self, stage: str) -> int:
+        """Steps of ``stage`` begun so far (the index of its next step)."""
+        return self.stages[stage].seen if stage in self.stages else 0
 
-    def recording(self, stage: str) -> bool:
-        return self.phase(stage) != "done"
-
-    def begin(self, stage: str, kind: str = "") -> None:
-        """A step of ``stage`` starts now; the data wait since the last step belongs to it."""
+    def begin(self, stage: str, kind: str = "", role: Optional[str] = "measured") -> None:
+        """A step of ``stage`` starts now (``role`` ``None``: counted, not recorded)."""
         record = self.stages.setdefault(stage, StageSteps(kind=kind))
-        if kind != "loop":  # a Brain's or an interface's own call names the stage, whatever began it before
+        if kind and kind != "loop":  # a Brain's or an interface's own call names the stage, whatever began it before
             record.kind = kind
-        wait, self.pending_wait_s = self.pending_wait_s, 0.0
-        if record.seen >= self.warmup + self.measured:
-            record.seen += 1
+        record.seen += 1
+        if role is None:
             self.current = None
+            self._forget()
             return
-        self.current = _Open(stage, time.perf_counter(), time.process_time(), wait)
+        wall0 = time.perf_counter()
+        wait = self._wait_s
+        mark = None
+        if self._last_end is not None and self._last_end[0] == stage:
+            mark = self._last_end[1]
+        elif self._first_wait is not None:  # another stage (or nothing) ran before: from its first __next__
+            mark = self._first_wait
+        between = None
+        if mark is not None:
+            own = sum(max(0.0, min(end, wall0) - max(start, mark)) for start, end in self._own)
+            between = max(0.0, wall0 - mark - wait - own)
+        self._forget()
+        self.current = _Open(stage, kind, role, wall0, time.process_time(), wait, between, threading.get_ident())
+
+    def _forget(self) -> None:
+        self._wait_s, self._first_wait, self._own = 0.0, None, []
 
     def end(self) -> Optional[Tuple[float, float, float]]:
         """The open step ends now: its ``(perf_counter start, wall seconds, CPU seconds)``, or ``None`` when no step
         was open."""
-        step, self.current = self.current, None
+        step, t, cpu = self.current, time.perf_counter(), time.process_time()
         if step is None:
             return None
-        wall, cpu = time.perf_counter() - step.wall0, time.process_time() - step.cpu0
+        self._charge(t)
+        self.current = None
+        wall, cpu = t - step.wall0, cpu - step.cpu0
         record = self.stages[step.stage]
-        record.seen += 1
+        record.roles.append(step.role)
         record.wall_s.append(wall)
         record.cpu_s.append(cpu)
         record.data_wait_s.append(step.wait_s)
-        record.forward_s.append(step.regions["forward"])
-        record.backward_s.append(step.regions["backward"])
-        record.optimizer_s.append(step.regions["optimizer"])
+        record.between_s.append(step.between_s)
+        for region in REGIONS:
+            getattr(record, f"{region}_s").append(step.regions[region])
         record.utterances.append(step.utterances)
         record.audio_s.append(step.audio_s)
+        self._last_end = (step.stage, t)
+        self._forget()
         return step.wall0, wall, cpu
 
-    def discard(self) -> None:
-        """The open step raised: it is not a step."""
+    def discard(self, unseen: bool = False) -> None:
+        """The open step raised: it is not a step (its index stays used, unless ``unseen``: it never was one)."""
+        if unseen and self.current is not None:
+            self.stages[self.current.stage].seen -= 1
         self.current = None
 
-    def add_wait(self, seconds: float) -> None:
-        """Time spent waiting for a batch; it belongs to the next step."""
-        self.pending_wait_s += seconds
+    def relabel(self, stage: str, roles: List[str]) -> None:
+        """Give the recorded steps of ``stage`` other roles (a stage that ended before its measured steps)."""
+        self.stages[stage].roles[:] = roles
+
+    def add_wait(self, start: float, end: float) -> None:
+        """A ``__next__`` call from ``start`` to ``end``: data wait of the next step."""
+        self._wait_s += end - start
+        if self._first_wait is None:
+            self._first_wait = start
+
+    def add_own(self, start: float, end: float) -> None:
+        """sbprof's own work between steps, from ``start`` to ``end``: not the loop's time."""
+        if len(self._own) < 64:  # a few pieces between two steps; past the steps, nothing reads them
+            self._own.append((start, end))
 
     def set_batch(self, utterances: Optional[int], audio_s: Optional[float]) -> None:
         """The open step's batch size and audio seconds (the first ones set win)."""
         if self.current is not None and self.current.utterances is None:
             self.current.utterances, self.current.audio_s = utterances, audio_s
 
+    # ------------------------------------------------------------ regions
+
+    def _stack(self) -> List[str]:
+        stack = getattr(self._local, "stack", None)
+        if stack is None:
+            stack = self._local.stack = []
+            self._local.since = 0.0
+        return stack
+
+    def _charge(self, now: float) -> None:
+        """The time since the last region boundary goes to the innermost open region (within the open step)."""
+        stack, step = self._stack(), self.current
+        if stack and step is not None and step.thread == threading.get_ident():
+            start = max(self._local.since, step.wall0)
+            if now > start and stack[-1] != UNCOUNTED:
+                step.regions[stack[-1]] += now - start
+        self._local.since = now
+
     def enter(self, region: str) -> None:
-        """Entering forward/backward/optimiser; nested entries count once."""
-        self._depth[region] += 1
-        if self._depth[region] == 1:
-            self._since[region] = time.perf_counter()
+        """Entering forward, backward or optimiser (in this thread)."""
+        stack = self._stack()
+        self._charge(time.perf_counter())
+        stack.append(region)
 
     def leave(self, region: str) -> None:
-        if self._depth[region] == 0:
+        stack = self._stack()
+        if region not in stack:
             return
-        self._depth[region] -= 1
-        if self._depth[region] == 0 and self.current is not None:
-            self.current.regions[region] += time.perf_counter() - self._since[region]
+        self._charge(time.perf_counter())
+        del stack[len(stack) - 1 - stack[::-1].index(region)]
 
     @contextlib.contextmanager
     def region(self, region: str) -> Iterator[None]:

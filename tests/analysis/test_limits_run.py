@@ -22,11 +22,23 @@ def _rules(report):
 
 
 def test_data_wait_fires_from_its_median_beside_the_median_step():
-    # Warm-up waits (9 s) left out; 30 ms a step beside a 10 ms step: 75 % of (wait + step).
+    # Warm-up waits (9 s) left out; 30 ms a step beside a 10 ms step: 75 % of (wait + step) in a record that holds
+    # no time between (an older sbprof's).
     report = analyse(Results("run", records=[_stage([0.03, 0.03, 0.031, 0.029, 0.03], 0.01)]))
     (v,) = report.limits.verdicts
     assert v.rule == "data loading" and v.sentence.startswith("Stage `train`: Waiting for data takes 75 %")
     assert {f.name: f.value for f in v.figures} == {"data wait": 0.03, "step": 0.01, "wait share": 0.75}
+
+
+def test_data_wait_is_read_as_a_share_of_the_loop_with_the_time_between():
+    # 20 ms wait, 60 ms between (preprocessing outside the step), 20 ms step: the wait is 20 % of the loop, not the
+    # 50 % of (wait + step); the warm-up step's figures (9 s) are left out.
+    report = analyse(Results("run", records=[_stage([0.02] * 5, 0.02, between_s=[9.0] + [0.06] * 5)]))
+    (s,) = report.stages
+    assert (s.loop.wait_share, s.loop.between_share, s.loop.step_share) == pytest.approx((0.2, 0.6, 0.2))
+    (v,) = report.limits.verdicts
+    assert v.sentence == "Stage `train`: Waiting for data takes 20 % of the loop (20.0 ms wait, 60.0 ms between, " \
+                         "20.0 ms step)."
 
 
 def test_a_wait_under_the_threshold_fires_nothing():

@@ -26,8 +26,9 @@ def test_sbprof_run_of_a_recipe_on_cuda_against_the_recipes_own_cuda_events(tmp_
     assert len(train["wall_s"]) == 4 and train["cell"]["device"].startswith("cuda")
     assert train["memory"]["peak_cuda_bytes"] > 0
     events = [float(v) for v in (recipe / "fit_batch_cuda_s.txt").read_text().split()]
-    assert len(events) == 6
-    check(medians("sbprof run: step time of a recipe's fit_batch on CUDA", train["wall_s"], events[2:], 0.02, "s",
+    # 2 warm-up (the second counts FLOPs), the 4 measured, then a memory, 2 per-module and 2 traced steps
+    assert len(events) == 11 and train["extra"]["roles"][2:6] == ["measured"] * 4
+    check(medians("sbprof run: step time of a recipe's fit_batch on CUDA", train["wall_s"], events[2:6], 0.02, "s",
                   one_sided=True))
     peak = train["extra"]["peak_flops"]
     precision = dominant_precision(train["extra"]["flops"]["macs_by_precision"])

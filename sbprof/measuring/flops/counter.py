@@ -91,8 +91,8 @@ class FlopCounter:
     >>> model = torch.nn.Linear(8, 4, bias=False)
     >>> with FlopCounter(model) as counter:
     ...     _ = model(torch.ones(2, 8))
-    >>> counter.result().macs == 2 * 8 * 4
-    True
+    >>> counter.result().macs == 2 * 8 * 4, counter.operators  # ones, then linear as t + mm
+    (True, 3)
     """
 
     def __init__(self, root: Optional[torch.nn.Module] = None) -> None:
@@ -112,6 +112,7 @@ class FlopCounter:
         self._precisions: Tuple[Dict[str, int], Dict[str, int]] = (defaultdict(int), defaultdict(int))  # fwd, bwd
         self._cache: Dict[Any, Tuple[Any, ...]] = {}
         self._saw_backward = False
+        self.operators = 0  # every operator dispatched, priced or not (views included)
         self._handles = [register_module_forward_pre_hook(self._enter_module),
                          register_module_forward_hook(self._exit_module, always_call=True)]
         self._mode = _Dispatch(self._record)
@@ -173,6 +174,7 @@ class FlopCounter:
         return formula, name, [0, 0, 0], [0, 0, 0]
 
     def _record(self, func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any], out: Any) -> None:
+        self.operators += 1
         entry = self._cache.get(func)
         if entry is None:
             entry = self._cache[func] = self._classify(func)

@@ -22,9 +22,11 @@ dominates came to what the hardware offers for it.
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Tuple
+from pathlib import Path
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 import torch
 
@@ -225,3 +227,70 @@ def gpu_peak(device: Any = "cuda", precision: str = "fp32") -> Peak:
     if rate is None:
         raise BackendUnavailable(detail)
     return Peak(rate, f"{dev} ({name})", precision, "datasheet", detail)
+
+
+PEAK_CACHE_FILE = "peak_flops.json"
+
+
+def cache_folder() -> Path:
+    """Where sbprof keeps what it measures once per machine: ``$XDG_CACHE_HOME/sbprof`` (default ``~/.cache/sbprof``).
+
+    Example
+    -------
+    >>> cache_folder().name
+    'sbprof'
+    """
+    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(root).expanduser() / "sbprof"
+
+
+def cached_cpu_peak(num_threads: int, log: Optional[Callable[[str], None]] = None,
+                    folder: Optional[Path] = None, precision: str = "fp32") -> Peak:
+    """:func:`measure_cpu_peak` run once per machine (CPU model, logical cores, threads, torch version, precision)
+    and kept in
+    :func:`cache_folder`: a probe run beside another busy process reads low, and every later run would inherit
+    that swing; with the cache, every run divides by the same figure (its ``detail`` says when it was measured).
+    Delete the file to probe again. ``log`` receives a line before a probe; ``folder``: another cache folder.
+
+    Example
+    -------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> first = cached_cpu_peak(1, folder=folder)
+    >>> cached_cpu_peak(1, folder=folder) == first and (folder / PEAK_CACHE_FILE).is_file()
+    True
+    """
+    import json
+    import platform
+    import time
+
+    from sbprof.results.files import atomic_write
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    key = f"{cpu}|{os.cpu_count()} logical cores|{num_threads} threads|torch {torch.__version__}|{precision}"
+    path = (folder or cache_folder()) / PEAK_CACHE_FILE
+    table: Dict[str, Any] = {}
+    try:
+        loaded = json.loads(path.read_text())
+        table = loaded if isinstance(loaded, dict) else {}
+        if key in table:
+            return Peak.from_dict(table[key])
+    except Exception:  # noqa: BLE001  # no cache yet, or one that does not read: probe (and write it again)
+        pass
+    if log is not None:
+        log(f"probing this CPU's peak FLOP/s ({precision}) with {num_threads} thread(s) (once per machine; kept in "
+            f"{path})")
+    peak = measure_cpu_peak(precision=precision, num_threads=num_threads, repeats=20)
+    peak = Peak(peak.flops_per_s, peak.device, peak.precision, peak.source,
+                f"{peak.detail}; measured {time.strftime('%Y-%m-%d')}, kept in {path}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, json.dumps({**table, key: peak.to_dict()}, indent=1))
+    except OSError:  # a read-only home: the figure is still this run's
+        pass
+    return peak

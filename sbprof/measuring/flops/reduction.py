@@ -12,6 +12,10 @@
 - p-norms: ``2n + m`` (power and add per element, a root per output), also
   per tensor of ``_foreach_norm``;
   ``logsumexp``: ``4n + 2m`` (max, subtract, exp, add; log and add back);
+- ``mse_loss`` over ``n`` elements: a subtract, a square and an add each (``3n``),
+  and one divide for ``reduction='mean'`` (``reduction='none'`` adds nothing:
+  ``2n``); its backward ``3n`` (subtract, scale by 2 (and 1/n), times the
+  incoming gradient);
 - pooling over a window of ``k`` elements: max ``k`` compares per output,
   average ``k`` (adds and the divide); their backward one add per gradient
   element (max) or ``k`` (average); adaptive average ``n + m``, backward ``n``.
@@ -88,6 +92,32 @@ def adaptive_avg_pool_backward(args: Tuple[Any, ...], kwargs: Dict[str, Any], ou
     return flop_cost(args[1].numel())
 
 
+_NONE, _MEAN = 0, 1  # aten's reduction enum (0 none, 1 mean, 2 sum)
+
+
+def mse_loss(args: Tuple[Any, ...], kwargs: Dict[str, Any], out: Any) -> Cost:
+    """Mean squared error: ``3n`` FLOPs (``2n`` without reduction), and one divide for the mean.
+
+    Example
+    -------
+    >>> import torch
+    >>> mse_loss((torch.ones(4, 5), torch.zeros(4, 5)), {}, torch.tensor(1.0))
+    Cost(macs=0, flops=61)
+    """
+    x = args[0]
+    if not is_float(x):
+        return ZERO
+    reduction = args[2] if len(args) > 2 else kwargs.get("reduction", _MEAN)
+    n = x.numel()
+    return flop_cost((2 * n if reduction == _NONE else 3 * n) + (reduction == _MEAN))
+
+
+def mse_loss_backward(args: Tuple[Any, ...], kwargs: Dict[str, Any], out: Any) -> Cost:
+    """Mean squared error's backward (grad_output, input, target, reduction): ``3n`` FLOPs."""
+    x = args[1]
+    return flop_cost(3 * x.numel()) if is_float(x) else ZERO
+
+
 _REDUCTIONS: Dict[str, Tuple[int, int]] = {
     **dict.fromkeys(("sum", "prod", "cumsum", "cumprod", "amax", "amin", "max", "min", "argmax", "argmin"), (1, 0)),
     "mean": (1, 1),
@@ -100,6 +130,8 @@ _REDUCTIONS: Dict[str, Tuple[int, int]] = {
 FORMULAS: Dict[str, Formula] = {
     **{name: _reduction(n, m, name) for name, (n, m) in _REDUCTIONS.items()},
     "_foreach_norm": foreach_norm,
+    "mse_loss": mse_loss,
+    "mse_loss_backward": mse_loss_backward,
     "max_pool2d_with_indices": _pool(2),
     "max_pool3d_with_indices": _pool(3),
     "max_pool2d_with_indices_backward": max_pool_backward,

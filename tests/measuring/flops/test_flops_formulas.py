@@ -108,6 +108,17 @@ def test_reductions_and_pooling():
     assert cost(aten.avg_pool2d, y, [2, 1], out=torch.ones(2, 3, 4, 8)).flops == 192 * 2
 
 
+def test_mse_loss_and_its_backward_through_the_counter():
+    # n elements: subtract, square, add each, and one divide for the mean; backward: subtract, scale, times the
+    # incoming gradient (worked out from (x - y)^2 summed over n, divided by n)
+    x = torch.randn(6, 7, requires_grad=True)
+    with FlopCounter() as counter:
+        torch.nn.functional.mse_loss(x, torch.zeros(6, 7)).backward()
+    result = counter.result()
+    assert (result.flops, result.backward_flops, result.untracked) == (3 * 42 + 1, 3 * 42, {})
+    assert cost(aten.mse_loss, x, x, 2) == (0, 3 * 42) and cost(aten.mse_loss, x, x, 0) == (0, 2 * 42)
+
+
 def test_attention_backends_agree_with_the_dense_formula():
     q, k = torch.ones(2, 3, 10, 16), torch.ones(2, 3, 12, 16)
     v = torch.ones(2, 3, 12, 8)

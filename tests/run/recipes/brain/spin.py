@@ -16,3 +16,15 @@ class Spin(torch.nn.Module):
         while time.process_time() < end:
             pass
         return x
+
+
+class Nap(torch.nn.Module):
+    """Sleeps ``ms`` milliseconds in forward, then returns its input (a known wall time that load cannot stretch)."""
+
+    def __init__(self, ms: float = 0.0):
+        super().__init__()
+        self.ms = ms
+
+    def forward(self, x):
+        time.sleep(self.ms / 1e3)
+        return x

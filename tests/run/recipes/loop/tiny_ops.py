@@ -1,9 +1,13 @@
 """A plain PyTorch loop whose forward either runs many tiny operators (``--ops N``: ``x = x + 1`` N times on a
-1-element tensor) or one large matrix product (``--matmul N``: N x N by N x N).
+1-element tensor), one large matrix product (``--matmul N``: N x N by N x N) or one bare ``nn.Linear(N, N)``
+(``--linear N``); with ``--times FILE`` each step's own clocks (perf_counter and process_time around the whole
+step) go to FILE as JSON, the tests' outside clock.
 
-    python tiny_ops.py --steps 9 --ops 10000 [--device cuda]
+    python tiny_ops.py --steps 9 --ops 10000 [--device cuda] [--times times.json]
 """
 import argparse
+import json
+import time
 
 import torch
 
@@ -28,17 +32,39 @@ def main():
     parser.add_argument("--steps", type=int, default=9)
     parser.add_argument("--ops", type=int, default=0)
     parser.add_argument("--matmul", type=int, default=0)
+    parser.add_argument("--linear", type=int, default=0)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--times", default=None)
+    parser.add_argument("--own_profiler", action="store_true", help="train under a torch.profiler of its own")
     args = parser.parse_args()
+    if args.own_profiler:
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profiler:
+            train(args)
+        print(f"own profiler events: {len(profiler.events())}")
+    else:
+        train(args)
+
+
+def train(args):
     torch.manual_seed(0)
-    model = Model(args.ops, args.matmul).to(args.device)
+    size = max(args.matmul, args.linear, 1)
+    if args.linear:
+        model = torch.nn.Linear(size, size).to(args.device)
+    else:
+        model = Model(args.ops, args.matmul).to(args.device)
     opt = torch.optim.SGD(model.parameters(), lr=1e-6)
-    x = torch.randn(max(args.matmul, 1), max(args.matmul, 1), device=args.device)
+    x = torch.randn(size, size, device=args.device)
+    times = []
     for _ in range(args.steps):
-        loss = model(x)
+        start, cpu = time.perf_counter(), time.process_time()
+        loss = model(x).sum()
         opt.zero_grad()
         loss.backward()
         opt.step()
+        times.append([time.perf_counter() - start, time.process_time() - cpu])
+        if args.times:  # each step as it ends: a run stopped by sbprof keeps its steps
+            with open(args.times, "w") as f:
+                json.dump(times, f)
     print(f"trained {args.steps} steps")
 
 

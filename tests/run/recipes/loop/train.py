@@ -1,5 +1,7 @@
-"""A plain PyTorch loop for the tests of sbprof run: a DataLoader with 2 workers whose items sleep a known time,
-a model with a module that spins a known time in forward, and its own argparse flags.
+"""A plain PyTorch loop for the tests of sbprof run: a DataLoader whose items sleep a known time, a known pause
+between ``__next__`` and the forward (``--between_ms``), a model with a module that spins (``--spin_ms``: CPU time)
+or sleeps (``--nap_ms``) a known time in forward, and its own argparse flags. ``--thread`` runs the loop in a worker
+thread that the main thread joins.
 
     python train.py --steps 8 --sleep_ms 20 --spin_ms 15 --losses losses.txt
 """
@@ -7,12 +9,13 @@ import argparse
 import os
 import signal
 import sys
+import threading
 import time
 
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "brain"))
-from spin import Spin  # noqa: E402
+from spin import Nap, Spin  # noqa: E402
 
 
 class Sleepy(torch.utils.data.Dataset):
@@ -39,6 +42,9 @@ def main():
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--sleep_ms", type=float, default=0.0)
     parser.add_argument("--spin_ms", type=float, default=0.0)
+    parser.add_argument("--nap_ms", type=float, default=0.0)
+    parser.add_argument("--between_ms", type=float, default=0.0, help="sleep after __next__, before the forward")
+    parser.add_argument("--thread", action="store_true", help="train in a worker thread")
     parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--losses", default=None)
     parser.add_argument("--raise_at", type=int, default=None)
@@ -48,8 +54,19 @@ def main():
     parser.add_argument("--warmup", type=int, default=0, help="the script's own flag, named like one of sbprof's")
     args = parser.parse_args()
     print(f"script args: {sorted(vars(args).items())}")
+    if args.thread:
+        worker = threading.Thread(target=train, args=(args,), name="trainer")
+        worker.start()
+        worker.join()
+        print("the trainer thread ended")
+    else:
+        train(args)
+
+
+def train(args):
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), Spin(args.spin_ms), torch.nn.Linear(32, 1))
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), Spin(args.spin_ms), Nap(args.nap_ms),
+                                torch.nn.Linear(32, 1))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loader = torch.utils.data.DataLoader(Sleepy(args.steps, args.sleep_ms, args.getitem_log), batch_size=1,
                                          num_workers=args.workers)
@@ -61,6 +78,7 @@ def main():
             sys.exit(3)
         if step == args.interrupt_at:
             os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(args.between_ms / 1e3)
         loss = torch.nn.functional.mse_loss(model(x), y)
         opt.zero_grad()
         loss.backward()
@@ -70,6 +88,7 @@ def main():
             with open(args.losses, "a") as f:
                 f.write(f"{loss.item()!r}\n")
     print(f"trained {len(losses)} steps")
+    print(f"speechbrain imported: {'speechbrain' in sys.modules}")
 
 
 if __name__ == "__main__":
