@@ -67,7 +67,7 @@ class Plan(JobPlan):
         if self.cfg.rank_folder is not None:
             from sbprof.script.ranks import rank_steps
 
-            ranks = rank_steps(Path(self.cfg.target.argv0).name, Path(self.cfg.rank_folder))
+            ranks = rank_steps(Path(self.cfg.target.argv0).name, Path(self.cfg.rank_folder), pre.warmup, pre.measured)
         session = Session(pre.warmup, pre.measured, self.cfg.keep_going, trace_dir, ranks)
         hooks = Hooks(session)
         hooks.install()

@@ -20,6 +20,7 @@ Nothing here runs an extra step: everything is read from the script's own steps.
 """
 from __future__ import annotations
 
+import time
 import warnings
 from dataclasses import asdict
 from pathlib import Path
@@ -70,6 +71,7 @@ class Session:
         self._profiler: Any = None
         self.operators: Dict[str, float] = {}  # stage -> top-level operators per measured step (traced stages)
         self.dispatch_floor_s: Optional[float] = None
+        self.setup_s = 0.0
 
     # ------------------------------------------------------------ steps
 
@@ -82,6 +84,7 @@ class Session:
         """A step of ``stage`` starts (``root``: the model it runs, for modules, FLOPs and parameters)."""
         if self.should_stop(stage):
             raise StopRun(stage)
+        entered = time.perf_counter()
         index = self.steps.stages[stage].seen if stage in self.steps.stages else 0
         if index >= self.steps.warmup + self.steps.measured:
             self.steps.begin(stage, kind)  # counted only
@@ -104,6 +107,7 @@ class Session:
             mark = torch.profiler.record_function(f"{STEP_MARK}{stage}")
             mark.__enter__()
             self._open["mark"] = mark
+        self.setup_s = time.perf_counter() - entered  # sbprof's own work before the step's clocks start
         self.steps.begin(stage, kind)
 
     def end(self, ok: bool = True) -> None:
@@ -113,8 +117,6 @@ class Session:
             return
         if ok:
             start, wall, cpu = self.steps.end()
-            if self.ranks is not None and self.steps.stages[step.stage].seen > self.steps.warmup:
-                self.ranks.step(step.stage, start, wall, cpu)
         else:
             self.steps.discard()
         mark = self._open.pop("mark", None)
@@ -134,6 +136,11 @@ class Session:
             chosen = self.stage_attribution.get(step.stage)
             if chosen is not None:  # its hooks go; a later stage of the same model enters it again
                 chosen[0].close()
+        if ok and self.ranks is not None:
+            # Under torchrun every step goes to the rank file (the measured ones reported), last: sbprof's own work
+            # around the step (here and before its clocks started) is not the loop's time between steps.
+            self.ranks.step(step.stage, start, wall, cpu, self.steps.stages[step.stage].seen > self.steps.warmup,
+                            step.wait_s, step.utterances, step.audio_s, self.setup_s)
 
     # ------------------------------------------------------------ parts
 
