@@ -32,11 +32,12 @@ class RunConfig:
     keep_going: bool = False
     trace: bool = True
     rank_folder: Optional[str] = None  # under torchrun: where the ranks' files go (this rank's results go below)
+    ddp: Optional[str] = None  # --ddp: the process group's backend sbprof starts (sbprof.script.ddp)
 
     def rules(self) -> Dict[str, Any]:
         return {"script": self.target.path, "module": self.target.module, "args": list(self.target.args),
                 "warmup": self.preamble.warmup, "measured": self.preamble.measured, "continue": self.keep_going,
-                "trace": self.trace}
+                "trace": self.trace, "ddp": self.ddp}
 
 
 class Plan(JobPlan):
@@ -71,6 +72,13 @@ class Plan(JobPlan):
         session = Session(pre.warmup, pre.measured, self.cfg.keep_going, trace_dir, ranks)
         hooks = Hooks(session)
         hooks.install()
+        ddp = None
+        if self.cfg.ddp is not None:
+            from sbprof.script.ddp import Ddp
+
+            # --ddp (sbprof.script.ddp): the process group, before the script; installed after the hooks, so that
+            # its Brain patch is the outer one and reads the script's own run_opts.
+            ddp = Ddp(self.cfg.ddp).install()
         try:
             self.ended = run_target(self.cfg.target, StopRun)
         finally:
@@ -79,6 +87,8 @@ class Plan(JobPlan):
             if ranks is not None:  # a normal end reads "done" in the merged run; another end, in words
                 normal = self.ended is not None and self.ended.exit_code == 0
                 ranks.close("done" if normal else f"the script {describe(self.ended)}")
+            if ddp is not None:
+                ddp.remove()
         peak = _peak(session) if session.flops else None
         records = [self._record(stage, session, peak) for stage in session.steps.stages
                    if session.steps.stages[stage].wall_s]
