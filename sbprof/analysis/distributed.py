@@ -33,6 +33,12 @@ Definitions (the report states them beside each table):
   busy time minus the longest busy time of the other ranks (never below 0),
   median over those steps. With two ranks it is the difference of the two
   ranks' busy times step by step;
+- CPU excess: the most CPU time per step of a rank (its median) less the
+  median rank's, the own work that waiting for a core does not stretch;
+  machine load, crowding and the verdicts that read them:
+  :mod:`sbprof.analysis.rank_load` and :mod:`sbprof.analysis.rank_limits`;
+- data wait (``sbprof run``): time in the DataLoader before a step; its share
+  is of the loop (:func:`~sbprof.analysis.rank_sections.loop_s`);
 - a share is always the ratio of the two medians printed beside it: a rank's
   communication share = its median communication / its median step time
   (wait alike); between steps = median between / (median step + median
@@ -131,11 +137,6 @@ def _cpu(m: Measurement, extra: RankPayload) -> Tuple[Optional[Stats], Optional[
     cost = (sum(m.cpu_s) / sum(audio) if audio is not None and len(audio) == len(m.cpu_s) and sum(audio) > 0
             else None)
     return summarise(m.cpu_s), cost
-
-
-def _sum(values: Sequence[Optional[float]]) -> Optional[float]:
-    known = [v for v in values if v is not None]
-    return sum(known) if known else None
 
 
 def _share(part: Optional[float], whole: float) -> Optional[float]:

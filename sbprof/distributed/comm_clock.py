@@ -11,7 +11,7 @@ What is timed, and from when to when:
   instead. A span runs from the hook's call (its bucket's gradients are
   ready) to the completion of the future it returns. A built-in C++ hook
   (``_register_builtin_comm_hook``) cannot be wrapped: its all-reduce is not
-  timed, and :attr:`CommClock.untimed` says so.
+  timed, and a console line says so.
 - Collectives the script calls itself (``torch.distributed.all_reduce``,
   ``broadcast``, ``all_gather``, ``barrier``...): from the call to its
   return, or with ``async_op=True`` to the completion of the work's future.
@@ -30,10 +30,11 @@ the profiler's events.
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 import time
 from collections import deque
-from typing import Any, Callable, Deque, List, Optional, Tuple
+from typing import Any, Callable, Deque, List, Tuple
 
 from sbprof.distributed.comm import seconds_in
 
@@ -86,7 +87,6 @@ class CommClock:
         self.cuda = False  # NCCL: spans on CUDA events
         self._backend_known = False
         self._register: Callable = lambda *args: None  # DDP's own register_comm_hook, once installed
-        self.untimed: List[str] = []  # why some communication is not timed (a built-in C++ hook)
 
     # ------------------------------------------------------------ spans
 
@@ -155,7 +155,8 @@ class CommClock:
         @functools.wraps(builtin)
         def register_builtin(ddp: Any, comm_hook_type: Any) -> None:
             ddp._sbprof_script_hook = True
-            clock.untimed.append(f"the script's built-in DDP communication hook ({comm_hook_type}) is not timed")
+            print(f"sbprof: the script's built-in DDP communication hook ({comm_hook_type}) cannot be wrapped: its "
+                  "all-reduce is not timed, and the communication figures leave it out", file=sys.stderr)
             builtin(ddp, comm_hook_type)
 
         for owner, name, value in ((DDP, "__init__", ddp_init), (DDP, "register_comm_hook", register_timed),

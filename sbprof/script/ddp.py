@@ -31,7 +31,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import sys
 from typing import Any, Callable, List, Mapping, Optional
 
 from sbprof.base.errors import ConfigError
@@ -93,20 +92,11 @@ class Ddp:
             dist.init_process_group(backend=self.backend, rank=int(os.environ["RANK"]))
             self.started = True
         self._patch(dist, "init_process_group", self._init_once(dist.init_process_group))
-        self._when_imported("speechbrain.utils.distributed", self._patch_init_group)
-        self._when_imported("speechbrain.core", self._patch_brain)
+        from sbprof.script.hooks import when_imported
+
+        self._undo.append(when_imported("speechbrain.utils.distributed", self._patch_init_group))
+        self._undo.append(when_imported("speechbrain.core", self._patch_brain))
         return self
-
-    def _when_imported(self, name: str, patch: Callable[[Any], None]) -> None:
-        """``patch(module)`` now if it is imported, else right after the script's import of it runs."""
-        from sbprof.script.hooks import _AfterImport
-
-        if name in sys.modules:
-            patch(sys.modules[name])
-            return
-        finder = _AfterImport(name, patch)
-        sys.meta_path.insert(0, finder)
-        self._undo.append(lambda: finder in sys.meta_path and sys.meta_path.remove(finder))
 
     def remove(self) -> None:
         """Undo the patches; the group sbprof started is destroyed (the ranks' files are closed by then)."""
