@@ -125,6 +125,12 @@ class RankSection:
         self.log.last_key = (self.key, name)
         self.last_end[name] = time.perf_counter()
 
+    def step_counted(self, name: str) -> None:
+        """A step of ``name`` ran and is not written (past its recorded ones): the next step of another name has no
+        time between steps of its own."""
+        if self.log is not None:
+            self.log.last_key = (self.key, name)
+
     def comm_read(self, name: str, index: int, comm_s: float) -> None:
         """The communication of step ``index`` of ``name``, read after the step ended (device-timed collectives)."""
         rows = self.rows.get(name, [])

@@ -45,6 +45,10 @@ class RankSteps:
             self._pending.append((stage, index, comm))
         self._read_pending(wait=False)
 
+    def counted(self, stage: str) -> None:
+        """A step of ``stage`` past its recorded ones started: counted, not written."""
+        self.section.step_counted(stage)
+
     def _read_pending(self, wait: bool) -> None:
         left = []
         for stage, index, comm in self._pending:

@@ -88,6 +88,8 @@ class Session:
         index = self.steps.stages[stage].seen if stage in self.steps.stages else 0
         if index >= self.steps.warmup + self.steps.measured:
             self.steps.begin(stage, kind)  # counted only
+            if self.ranks is not None:  # still a step: the next one of another stage has no time between steps
+                self.ranks.counted(stage)
             return
         if kind != "loop" or stage not in self.found:  # a hooked call names the stage over a stray model call
             self.found[stage] = kind

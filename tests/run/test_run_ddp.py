@@ -89,3 +89,42 @@ def test_nccl_without_a_gpu_is_refused_on_the_command_line(tmp_path, monkeypatch
         monkeypatch.setenv(key, value)  # as torchrun sets them (the command's environment is this one)
     done = sbprof_run(["--ddp", "nccl", "--output_folder", str(tmp_path / "out"), str(LOOP)], cwd=tmp_path)
     _refused(done, tmp_path, "--ddp nccl needs a GPU per local rank")
+
+
+INTERLEAVED = """
+import sys, torch, speechbrain as sb
+class Brain(sb.Brain):
+    def compute_forward(self, batch, stage):
+        return self.modules.model(batch.x.data)
+    def compute_objectives(self, predictions, batch, stage):
+        return predictions.pow(2).mean()
+items = lambda n: [{"id": str(i), "x": torch.ones(4)} for i in range(n)]
+loader = {"batch_size": 2, "collate_fn": sb.dataio.batch.PaddedBatch}
+brain = Brain({"model": torch.nn.Linear(4, 2)}, lambda p: torch.optim.SGD(p, lr=0.1), {}, {"device": "cpu"})
+brain.fit(range(1, 5), items(2), items(6), train_loader_kwargs=loader, valid_loader_kwargs=loader)
+"""
+
+
+@pytest.mark.slow
+def test_a_stage_after_another_stages_unrecorded_steps_has_no_time_between_steps(tmp_path, monkeypatch):
+    # One training batch and three validation batches an epoch: validation's 3 recorded steps end in epoch 1, then
+    # its steps are counted, not written; each training step still follows validation steps, never another
+    # training step, so none has a time between steps of its own.
+    import socket
+
+    from sbprof.distributed.merge import find_run
+    from sbprof.distributed.rankfile import rank_files, read_rank_file
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    for key, value in {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1",
+                       "MASTER_PORT": str(port), "SBPROF_RUN_ID": "interleaved"}.items():
+        monkeypatch.setenv(key, value)
+    (tmp_path / "fit.py").write_text(INTERLEAVED)
+    done = sbprof_run(["--ddp", "gloo", "--continue", "--warmup", "0", "--measured", "3", "--output_folder",
+                       str(tmp_path / "out"), "fit.py"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    steps = read_rank_file(rank_files(find_run(tmp_path / "out" / "ranks"))[0], steps=True).steps
+    assert [line["gap_s"] for line in steps["fit.py/train"]] == [None] * 3
+    assert [line["gap_s"] is None for line in steps["fit.py/valid"]] == [True, False, False]
