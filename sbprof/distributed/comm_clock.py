@@ -4,9 +4,10 @@ What is timed, and from when to when:
 
 - DDP's gradient all-reduce, through a DDP communication hook. Where the
   script registers none, sbprof registers, at the DDP module's first
-  forward, PyTorch's own default hook (``allreduce_hook``: divide the bucket
-  by the world size, then all-reduce it: the arithmetic of DDP's built-in
-  path, so the gradients are the same to the bit) wrapped in the clock; where
+  forward, PyTorch's default hook (``allreduce_hook``: divide the bucket by
+  the world size, then all-reduce it: the arithmetic of DDP's built-in path,
+  so the gradients are the same to the bit) with the clock in its one
+  callback; where
   the script registers its own (``register_comm_hook``), that hook is wrapped
   instead. A span runs from the hook's call (its bucket's gradients are
   ready) to the completion of the future it returns. A built-in C++ hook
@@ -31,7 +32,6 @@ from __future__ import annotations
 
 import functools
 import sys
-import threading
 import time
 from collections import deque
 from typing import Any, Callable, Deque, List, Tuple
@@ -82,11 +82,11 @@ class CommClock:
     def __init__(self) -> None:
         self._host: Deque[Tuple[float, float]] = deque(maxlen=MAX_SPANS)
         self._device: Deque[Tuple[float, Any, Any]] = deque(maxlen=MAX_SPANS)
-        self._lock = threading.Lock()
         self._undo: List[Callable[[], None]] = []
         self.cuda = False  # NCCL: spans on CUDA events
         self._backend_known = False
         self._register: Callable = lambda *args: None  # DDP's own register_comm_hook, once installed
+        self._all_reduce: Callable = lambda *args, **kwargs: None  # torch.distributed's own, once installed
 
     # ------------------------------------------------------------ spans
 
@@ -103,29 +103,26 @@ class CommClock:
     def finish(self, token: Tuple[float, Any]) -> None:
         """The collective issued with ``token`` has completed (called where its completion is known)."""
         issued, event = token
-        if event is None:
-            end = time.perf_counter()
-            with self._lock:
-                self._host.append((issued, end))
+        if event is None:  # a deque's append is atomic: no lock on gloo's thread
+            self._host.append((issued, time.perf_counter()))
             return
         import torch
 
         done = torch.cuda.Event(enable_timing=True)
         done.record()
-        with self._lock:
-            self._device.append((issued, event, done))
+        self._device.append((issued, event, done))
 
     def window(self, t0: float, t1: float) -> Any:
         """Communication seconds inside ``[t0, t1]`` (``perf_counter``): a float, or on NCCL a
         :class:`PendingComm` of the collectives issued inside it. Spans ending before ``t0`` are dropped (windows
         come in order)."""
-        with self._lock:
-            while self._host and self._host[0][1] < t0:
-                self._host.popleft()
-            host = [(a * 1e6, b * 1e6) for a, b in self._host if a < t1 and b > t0]
-            device = [(s, e) for issued, s, e in self._device if t0 <= issued <= t1]
-            while self._device and self._device[0][0] < t0:
-                self._device.popleft()
+        while self._host and self._host[0][1] < t0:  # only this thread removes; others only append
+            self._host.popleft()
+        while self._device and self._device[0][0] < t0:
+            self._device.popleft()
+        # list() copies a deque in one step (the GIL held): another thread's append cannot break the iteration.
+        host = [(a * 1e6, b * 1e6) for a, b in list(self._host) if a < t1 and b > t0]
+        device = [(s, e) for issued, s, e in list(self._device) if t0 <= issued <= t1]
         if device or self.cuda:
             return PendingComm(device)
         return seconds_in(sorted(host), (t0 * 1e6, t1 * 1e6))
@@ -139,7 +136,7 @@ class CommClock:
 
         clock = self
         init, register, builtin = DDP.__init__, DDP.register_comm_hook, DDP._register_builtin_comm_hook
-        self._register = register
+        self._register, self._all_reduce = register, dist.all_reduce  # the originals, for the default hook
 
         @functools.wraps(init)
         def ddp_init(ddp: Any, *args: Any, **kwargs: Any) -> None:
@@ -187,11 +184,24 @@ class CommClock:
     def _default_hook(self, ddp: Any, args: Any) -> None:
         """At a DDP module's first forward: the default all-reduce, timed, unless the script set a hook."""
         ddp._sbprof_first.remove()
-        if getattr(ddp, "_sbprof_script_hook", False):
-            return
-        from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+        if not getattr(ddp, "_sbprof_script_hook", False):
+            self._register(ddp, ddp.process_group, self._allreduce)
 
-        self._register(ddp, ddp.process_group, self.timed_hook(allreduce_hook))
+    def _allreduce(self, group, bucket):  # type: ignore[no-untyped-def]  # DDP checks a hook's annotations
+        """PyTorch's default hook (``default_hooks.allreduce_hook``: the bucket divided by the group's size, then
+        all-reduced by sum), with one callback that times it and hands DDP the result: the fewest Python calls on
+        gloo's thread."""
+        import torch.distributed as dist
+
+        group = group if group is not None else dist.group.WORLD
+        tensor = bucket.buffer().div_(group.size())
+        token = self.start()
+        future = self._all_reduce(tensor, group=group, async_op=True).get_future()
+
+        def done(f: Any) -> Any:
+            self.finish(token)
+            return f.value()[0]
+        return future.then(done)
 
     def timed_hook(self, hook: Callable) -> Callable:
         """A DDP communication hook timed from its call to the completion of its future."""
