@@ -171,6 +171,14 @@ class OthersCpu:
         self.cpu_s = max(0.0, (end[0] - self._start[0]) - (end[1] - self._start[1]))
 
 
+@functools.lru_cache(maxsize=1)
+def _this_process(pid: int) -> Any:
+    """psutil's handle of this process, made once per process id (making one costs more than reading it)."""
+    import psutil
+
+    return psutil.Process(pid)
+
+
 def cpu_counters() -> Optional[Tuple[float, float]]:
     """The machine's busy CPU seconds since boot (every core, from ``/proc/stat`` through psutil, hypervisor steal
     included) and this process's own (every thread), or ``None`` where psutil cannot read them.
@@ -184,7 +192,7 @@ def cpu_counters() -> Optional[Tuple[float, float]]:
     import psutil
 
     try:
-        times, own = psutil.cpu_times(), psutil.Process().cpu_times()
+        times, own = psutil.cpu_times(), _this_process(os.getpid()).cpu_times()
     except (OSError, psutil.Error):
         return None
     busy = sum(getattr(times, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq", "steal"))
