@@ -209,9 +209,10 @@ class RunAnalysis:
         rank = int(m.cell.rank if m.cell.rank is not None else world.rank or 0)
         host = (str(world.host if world.host is not None else ""), int(world.node_rank or 0))
         load = m.settings.get("load_1min")
-        totals.hosts.setdefault(host, HostAccumulator()).add(m.cell.threads, extra.machine,
-                                                             load if isinstance(load, (int, float)) else None,
-                                                             m.env.cpu_count if m.env is not None else None)
+        if not str(m.cell.device).startswith("cuda"):  # a GPU rank's step is the device's: cores do not crowd it
+            totals.hosts.setdefault(host, HostAccumulator()).add(m.cell.threads, extra.machine,
+                                                                 load if isinstance(load, (int, float)) else None,
+                                                                 m.env.cpu_count if m.env is not None else None)
         if not m.wall_s:
             totals.empty.append((rank, int(m.warmup or 0), extra.rank.last_step))
             return None

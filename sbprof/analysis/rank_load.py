@@ -11,7 +11,9 @@ other work is the highest 1-minute load average a rank saw less the host's
 rank threads, as the train job reads it. The host is **crowded** when its
 ranks' threads (each rank's torch threads, summed) plus other work exceed its
 logical cores by more than :data:`CROWDED_SLACK`: some thread then waits for a
-core, and wall-time figures hold that wait.
+core, and wall-time figures hold that wait. Ranks on a GPU are not counted (as
+the sweep never flags a CUDA setting oversubscribed): their steps are the
+device's.
 
 Pure: no torch, no clocks.
 

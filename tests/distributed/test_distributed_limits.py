@@ -119,3 +119,23 @@ def test_a_hosts_other_work_is_its_busy_cores_less_every_ranks_own():
     old.add(2, None, load=3.5, cores=4)
     assert old.result("h", 2).others == pytest.approx(1.5) and not old.result("h", 2).measured
     assert most_crowded([quiet.result("h", 1), load, None]) is load
+
+
+def test_gpu_ranks_are_never_judged_crowded_by_the_cpu_cores():
+    from sbprof.analysis.distributed import RunAnalysis
+    from sbprof.record import Cell, Measurement
+
+    def rank(r, device):
+        return Measurement(f"r{r}", Cell(model="step", rank=r, device=device), wall_s=[0.1] * 3, cpu_s=[0.1] * 3,
+                           settings={"load_1min": 40.0, "distributed": {"host": "h"}},
+                           extra={"rank": {"steps": [0, 1, 2], "comm_s": [0.01] * 3},
+                                  "machine": {"window_s": 1.0, "busy_cpu_s": 8.0, "own_cpu_s": 1.0, "cores": 2.0}})
+    for device, crowded in (("cpu", True), ("cuda:0", None)):
+        run = RunAnalysis(world_size=2)
+        records = [rank(0, device), rank(1, device)]
+        for m in records:
+            run.add_steps(m)
+        for m in records:
+            run.add_rank(m)
+        (s,) = run.sections()
+        assert (s.crowding.crowded if s.crowding is not None else None) is crowded
