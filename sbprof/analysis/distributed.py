@@ -33,6 +33,12 @@ Definitions (the report states them beside each table):
   busy time minus the longest busy time of the other ranks (never below 0),
   median over those steps. With two ranks it is the difference of the two
   ranks' busy times step by step;
+- CPU excess: the most CPU time per step of a rank (its median) less the
+  median rank's, the own work that waiting for a core does not stretch;
+  machine load, crowding and the verdicts that read them:
+  :mod:`sbprof.analysis.rank_load` and :mod:`sbprof.analysis.rank_limits`;
+- data wait (``sbprof run``): time in the DataLoader before a step; its share
+  is of the loop (:func:`~sbprof.analysis.rank_sections.loop_s`);
 - a share is always the ratio of the two medians printed beside it: a rank's
   communication share = its median communication / its median step time
   (wait alike); between steps = median between / (median step + median
@@ -53,12 +59,15 @@ Pure: no torch, no clocks.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from sbprof.analysis.limits import Figure, Limits, Verdict, communication, data_loading, limits, straggler
+from sbprof.analysis.limits import Limits
+from sbprof.analysis.rank_limits import section_limits
+from sbprof.analysis.rank_load import HostAccumulator, most_crowded
 from sbprof.analysis.rank_rows import MissingRank, RankRow, StepTotals
-from sbprof.analysis.rank_sections import SectionSummary, host_rows, shown_rows, straggler_cost, throughput
+from sbprof.analysis.rank_sections import (SectionSummary, cpu_excess, host_rows, loop_s, shown_rows, straggler_cost,
+                                           throughput)
 from sbprof.record import Measurement
 from sbprof.record.codec import Codec, from_json
 from sbprof.base.stats import Stats, summarise
@@ -87,6 +96,8 @@ class RankPayload(Codec):
     rank: RankSteps = field(default_factory=RankSteps)
     utterances_per_step: Optional[List[float]] = None
     audio_s_per_step: Optional[List[float]] = None
+    data_wait_s_per_step: Optional[List[float]] = None  # time in the DataLoader before each step (sbprof run)
+    machine: Optional[Dict[str, float]] = None  # the machine's and the rank's CPU over the reported steps
 
 
 @dataclass(frozen=True)
@@ -126,11 +137,6 @@ def _cpu(m: Measurement, extra: RankPayload) -> Tuple[Optional[Stats], Optional[
     cost = (sum(m.cpu_s) / sum(audio) if audio is not None and len(audio) == len(m.cpu_s) and sum(audio) > 0
             else None)
     return summarise(m.cpu_s), cost
-
-
-def _sum(values: Sequence[Optional[float]]) -> Optional[float]:
-    known = [v for v in values if v is not None]
-    return sum(known) if known else None
 
 
 def _share(part: Optional[float], whole: float) -> Optional[float]:
@@ -201,6 +207,12 @@ class RunAnalysis:
         totals = self.totals.setdefault(section, StepTotals())
         world = _world(m)
         rank = int(m.cell.rank if m.cell.rank is not None else world.rank or 0)
+        host = (str(world.host if world.host is not None else ""), int(world.node_rank or 0))
+        load = m.settings.get("load_1min")
+        if not str(m.cell.device).startswith("cuda"):  # a GPU rank's step is the device's: cores do not crowd it
+            totals.hosts.setdefault(host, HostAccumulator()).add(m.cell.threads, extra.machine,
+                                                                 load if isinstance(load, (int, float)) else None,
+                                                                 m.env.cpu_count if m.env is not None else None)
         if not m.wall_s:
             totals.empty.append((rank, int(m.warmup or 0), extra.rank.last_step))
             return None
@@ -231,14 +243,19 @@ class RunAnalysis:
         between_median = statistics.median(known_between) if known_between else None
         peak, kind = _peak(m)
         cpu, cpu_cost = _cpu(m, extra)
+        waits = extra.data_wait_s_per_step
+        data_wait = statistics.median(waits) if waits and len(waits) == len(m.wall_s) else None
         row = RankRow(
-            rank=rank, host=str(world.host if world.host is not None else ""), node_rank=int(world.node_rank or 0),
+            rank=rank, host=host[0], node_rank=host[1],
             local_rank=int(world.local_rank or 0), steps=len(m.wall_s), step=summarise(m.wall_s),
             busy=summarise(busy), comm_s=comm_median, comm_share=_share(comm_median, step_median),
             wait_s=wait_median, wait_share=_share(wait_median, step_median), between_s=between_median,
             between_share=_share(between_median, step_median + (between_median or 0.0)), peak_bytes=peak,
             peak_kind=kind, ended=extra.rank.end, last_step=extra.rank.last_step,
-            wait_estimated=estimated and wait_median is not None, cpu=cpu, cpu_cost=cpu_cost)
+            wait_estimated=estimated and wait_median is not None, cpu=cpu, cpu_cost=cpu_cost, data_wait_s=data_wait,
+            data_wait_share=None if data_wait is None else _share(data_wait, loop_s(step_median, between_median,
+                                                                                   data_wait)),
+            threads=max(1, int(m.cell.threads or 1)))
         self.rows.setdefault(section, []).append(row)
         return row
 
@@ -263,6 +280,7 @@ class RunAnalysis:
         peaks = [r for r in rows if r.peak_bytes is not None]
         cpu = [r.cpu.median for r in rows if r.cpu is not None]
         costs = [r.cpu_cost for r in rows if r.cpu_cost is not None]
+        waiting_data = [r for r in rows if r.data_wait_s is not None]
         comm_s = statistics.median(r.comm_s for r in comm) if comm else None
         comm_step = statistics.median(r.step.median for r in comm) if comm else None
         between_s = statistics.median(r.between_s for r in between) if between else None
@@ -282,7 +300,11 @@ class RunAnalysis:
                                                                                   self.world_size),
             empty=sorted(totals.empty), schedule=totals.schedule, load=totals.load, comm_step_s=comm_step,
             between_step_s=between_step, cpu_s=statistics.median(cpu) if cpu else None,
-            cpu_cost=statistics.median(costs) if costs else None)
+            cpu_cost=statistics.median(costs) if costs else None, cpu_excess=cpu_excess(rows),
+            crowding=most_crowded([acc.result(h, n) for (h, n), acc in sorted(totals.hosts.items())]),
+            data_wait_s=statistics.median(r.data_wait_s for r in waiting_data) if waiting_data else None,
+            data_wait_step_s=statistics.median(r.step.median for r in waiting_data) if waiting_data else None,
+            data_wait_ranks=[r.rank for r in waiting_data])
 
 
 @dataclass(frozen=True)
@@ -319,63 +341,3 @@ def summarise_run(analysis: RunAnalysis, run_id: str, backend: str, source: str,
     return RunSummary(run_id, analysis.world_size, backend, source, sections,
                       sorted(analysis.missing, key=lambda m: m.rank), sorted(early.values(), key=lambda r: r.rank),
                       list(notes), gpu, section_limits(sections))
-
-
-def _between(v: Optional[Verdict]) -> Optional[Verdict]:
-    """The data-loading verdict on the time between steps: it holds the data wait, and whatever else the loop does
-    there, so it is named as what it is."""
-    if v is None:
-        return None
-    wait, step, share = (f.value for f in v.figures)
-    return replace(v, sentence=f"The time between steps (data loading and the loop's other work) takes "
-                               f"{share * 100:.0f} % of each step ({wait * 1e3:.3g} ms beside a {step * 1e3:.3g} ms "
-                               "step).",
-                   figures=[Figure("between steps", wait, "s"), Figure("step", step, "s"),
-                            Figure("between share", share, "share")])
-
-
-def _own_comm(v: Optional[Verdict]) -> Optional[Verdict]:
-    """The communication verdict on each rank's communication less its wait for slower ranks: the wait is the
-    straggler's cost (its own verdict), not the cost of moving gradients."""
-    if v is None:
-        return None
-    return replace(v, sentence=v.sentence.replace("Communication takes", "Communication, less the wait for slower "
-                                                  "ranks, takes", 1),
-                   figures=[replace(v.figures[0], name="communication less wait")] + v.figures[1:])
-
-
-def section_limits(sections: Sequence[SectionSummary]) -> Limits:
-    """What limits each section: a straggler (its cost against the world's step: the median over steps of the
-    longest rank's step), communication (median over ranks of each one's communication less its wait, against
-    their median step) and data loading (the time between steps, likewise); with several sections each sentence
-    names its section. A section whose steps hold no communication (an evaluation without collectives) has no
-    straggler verdict: no rank waits for another there, step by step.
-
-    Example
-    -------
-    >>> from sbprof.analysis.rank_sections import StragglerCost
-    >>> s = SectionSummary("train.py", 2, [], [], [], None, None, None, None, None, None, None, None, None,
-    ...                    step_s=0.1, comm_s=0.01, comm_step_s=0.1, between_s=0.0, between_step_s=0.1)
-    >>> section_limits([s]).verdicts
-    []
-    """
-    candidates: List[Optional[Verdict]] = []
-    undecided = []
-    for s in sections:
-        def named(v: Optional[Verdict]) -> Optional[Verdict]:
-            return v if v is None or len(sections) == 1 else replace(v, sentence=f"`{s.key}`: {v.sentence}")
-        measured = [r.comm_s for r in s.rows if r.comm_s is not None]
-        if measured and not any(measured):
-            undecided.append(f"straggler ({s.key}): its steps hold no communication, so no rank waits for another "
-                             "within a step")
-        elif s.slowest is not None and s.straggler_cost is not None:
-            step = s.throughput.step_s if s.throughput is not None else s.step_s
-            candidates.append(named(straggler(s.slowest.rank, s.straggler_cost.seconds, step or 0.0)))
-        elif s.world_size > 1 and s.rows:
-            undecided.append(f"straggler ({s.key}): no step that every rank reported")
-        own = [r.comm_s - (r.wait_s or 0.0) for r in s.rows if r.comm_s is not None]
-        if own and s.comm_step_s:
-            candidates.append(named(_own_comm(communication(statistics.median(own), s.comm_step_s))))
-        if s.between_s is not None and s.between_step_s is not None:
-            candidates.append(named(_between(data_loading(s.between_s, s.between_step_s))))
-    return limits(candidates, undecided)

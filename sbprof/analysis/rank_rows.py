@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from sbprof.analysis.rank_load import HostAccumulator
 from sbprof.base.stats import Stats
 
 
@@ -25,6 +26,7 @@ class StepTotals:
     ranks: Dict[int, int] = field(default_factory=dict)
     utterances: Dict[int, float] = field(default_factory=dict)
     audio_s: Dict[int, float] = field(default_factory=dict)
+    hosts: Dict[Tuple[str, int], HostAccumulator] = field(default_factory=dict)  # pass 2: each host's load
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,9 @@ class RankRow:
     wait_estimated: bool = False  # some steps lacked another rank's communication (see add_rank)
     cpu: Optional[Stats] = None  # the rank process's CPU seconds per step (every thread)
     cpu_cost: Optional[float] = None  # its CPU seconds over the audio seconds of the same steps
+    data_wait_s: Optional[float] = None  # median time in the DataLoader before a step (sbprof run)
+    data_wait_share: Optional[float] = None  # of the loop: step + time between steps (or + data wait)
+    threads: int = 1  # the rank's torch threads
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from sbprof.analysis.rank_load import HostLoad
 from sbprof.analysis.rank_rows import RankRow, StepTotals
 from sbprof.base.stats import summarise
 
@@ -75,6 +76,61 @@ class SectionSummary:
     between_step_s: Optional[float] = None  # median step of the ranks with a time between steps
     cpu_s: Optional[float] = None  # median over ranks of each one's median CPU seconds per step
     cpu_cost: Optional[float] = None  # median over ranks of each one's CPU cost (ranks with audio lengths)
+    cpu_excess: Optional["CpuExcess"] = None  # the rank with the most CPU time per step, against the median rank
+    crowding: Optional[HostLoad] = None  # the most crowded host over this section's steps
+    data_wait_s: Optional[float] = None  # median over ranks of each one's median data wait (sbprof run)
+    data_wait_step_s: Optional[float] = None  # median step of the ranks with a data wait
+    data_wait_ranks: List[int] = field(default_factory=list)
+
+    @property
+    def data_wait_share(self) -> Optional[float]:
+        """The data wait's share of the loop (see :func:`loop_s`), medians over ranks."""
+        if self.data_wait_s is None or self.data_wait_step_s is None:
+            return None
+        loop = loop_s(self.data_wait_step_s, self.between_s, self.data_wait_s)
+        return self.data_wait_s / loop if loop > 0 else None
+
+
+def loop_s(step_s: float, between_s: Optional[float], data_wait_s: float) -> float:
+    """One iteration of the loop: the step and the time between steps, which holds the data wait (where no time
+    between steps is known, e.g. every step follows another stage's, the data wait stands for it).
+
+    Example
+    -------
+    >>> round(loop_s(0.1, 0.02, 0.015), 6), round(loop_s(0.1, None, 0.015), 6)
+    (0.12, 0.115)
+    """
+    return step_s + max(between_s or 0.0, data_wait_s)
+
+
+@dataclass(frozen=True)
+class CpuExcess:
+    """The rank doing the most work by CPU time: its median CPU seconds per step less the median rank's (the lower
+    middle one for an even count), which waiting for a core does not stretch."""
+
+    rank: int
+    seconds: float
+    threads: int = 1
+
+
+def cpu_excess(rows: List[RankRow]) -> Optional[CpuExcess]:
+    """:class:`CpuExcess` over the ranks with CPU times (``None`` with fewer than two).
+
+    Example
+    -------
+    >>> from sbprof.base.stats import summarise
+    >>> def row(rank, cpu):
+    ...     return RankRow(rank, "h", 0, rank, 3, None, None, None, None, None, None, None, None, None, "", "done",
+    ...                    None, cpu=summarise(cpu))
+    >>> e = cpu_excess([row(0, [0.010, 0.011, 0.012]), row(1, [0.051, 0.050, 0.052])])
+    >>> e.rank, round(e.seconds, 4)
+    (1, 0.04)
+    """
+    known = [r for r in rows if r.cpu is not None]
+    if len(known) < 2:
+        return None
+    top = max(known, key=lambda r: r.cpu.median)
+    return CpuExcess(top.rank, top.cpu.median - statistics.median_low([r.cpu.median for r in known]), top.threads)
 
 
 def straggler_cost(totals: StepTotals, straggler: int, ranks: int, world_size: int) -> Optional["StragglerCost"]:

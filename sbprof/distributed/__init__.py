@@ -8,6 +8,10 @@ launcher, rendezvous or transport of its own:
   through torchrun's own store, and the folder rank files go to;
 - :mod:`~sbprof.distributed.comm`: communication time read from the
   profiler's events (collectives on the CPU, NCCL kernels on a GPU);
+- :mod:`~sbprof.distributed.comm_clock`: communication timed without the
+  profiler (a DDP comm hook, the collectives), for ``sbprof run``'s steps;
+- :mod:`~sbprof.distributed.machine_load`: the machine's busy CPU and the
+  rank's own over its reported steps (was the machine crowded?);
 - :mod:`~sbprof.distributed.rankfile`: the per-rank file (JSON lines, written
   as steps end, so a rank that dies still says where it was);
 - :mod:`~sbprof.distributed.recorder`: the decorators' rank mode (a section

@@ -102,14 +102,20 @@ def rebuild_records(rank: RankFile) -> List[Measurement]:
         comm = (rank.comm or {}).get(section, {})
         indices = [int(line.get("index", i)) for i, line in enumerate(shown)]
         utterances = [line.get("utterances") for line in shown]
+        # A step line carries its communication where the rank timed it itself (sbprof run); else a comm line.
         extra: Dict = {"rank": {"section": section, "steps": indices,
-                                "comm_s": [comm.get(i) for i in indices], "gap_s": [line.get("gap_s") for line in shown],
+                                "comm_s": [line["comm_s"] if isinstance(line.get("comm_s"), (int, float))
+                                           else comm.get(i) for i, line in zip(indices, shown)],
+                                "gap_s": [line.get("gap_s") for line in shown],
                                 "last_step": int(lines[-1].get("index", len(lines) - 1)), "end": DIED}}
         if shown and all(isinstance(u, (int, float)) for u in utterances):
             extra["utterances_per_step"] = [float(u) for u in utterances]
         audio = [line.get("audio_s") for line in shown]
         if shown and all(isinstance(a, (int, float)) for a in audio):
             extra["audio_s_per_step"] = [float(a) for a in audio]
+        waits = [line.get("data_wait_s") for line in shown]
+        if shown and all(isinstance(w, (int, float)) for w in waits):
+            extra["data_wait_s_per_step"] = [float(w) for w in waits]
         cuda = [line.get("cuda_s") for line in shown]
         out.append(Measurement(
             label=f"rank {rank.rank}: {section}", cell=Cell(model=section, rank=rank.rank, device="cpu",
@@ -207,8 +213,9 @@ def _gpu(run_folder: Path, backend: str) -> Tuple[List[str], Optional[Dict]]:
     """HolisticTraceAnalysis on the run's GPU traces (NCCL); a note saying why not otherwise."""
     traces = run_folder / "traces"
     if backend != "nccl":
-        return [f"Communication is read from the profiler's events ({backend}: collective operators and their "
-                "backend events); HolisticTraceAnalysis is for GPU traces (its breakdown needs GPU kernels)."], None
+        return [f"Communication ({backend}) comes from the ranks' own readings: the profiler's events under the "
+                "decorators, the communication clock under sbprof run; HolisticTraceAnalysis is for GPU traces (its "
+                "breakdown needs GPU kernels)."], None
     if not traces.is_dir() or not any(traces.glob("*.pt.trace.json*")):
         return ["No per-rank GPU traces in traces/ (profile with on_trace_ready=sbprof.export() for "
                 "HolisticTraceAnalysis's temporal breakdown and comm/compute overlap)."], None

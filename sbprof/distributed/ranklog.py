@@ -65,6 +65,7 @@ class RankLog:
         self.writing = False  # close() is writing the records: a SIGTERM now waits for the end line
         self.merged = False  # a merge ran or runs (at the end barrier or after SIGTERM)
         self.sigterm_pending = False
+        self.last_key: Optional[tuple] = None  # (section, step name) of the last step that ended in this process
         self.writer = RankWriter(rank_file(self.folder, world.rank), {
             "run_id": self.run_id, **world.to_dict(), "backend": self.backend, "pid": os.getpid(),
             "started_unix": time.time()})

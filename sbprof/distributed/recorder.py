@@ -6,7 +6,12 @@ tell it when a step ends (wall and CPU seconds, seconds since the previous
 step: data loading and the loop's own work) and when a profiler session
 ends; it then reads that session's events for the communication time of each
 reported step (:mod:`sbprof.distributed.comm`) and, with ``profile_memory``,
-each step's allocator peak. Lines go to this process's rank file
+each step's allocator peak; a caller that times its steps without a profiler
+(``sbprof run``) gives each step's communication, from
+:mod:`sbprof.distributed.comm_clock`, and its data wait itself. The time
+between steps is counted only between two steps of the same section and step
+name with no other profiled step between them (a validation step between two
+training steps is not the training loop's data loading). Lines go to this process's rank file
 (:mod:`sbprof.distributed.rankfile`) as they come; the file's opening,
 closing and merge: :mod:`sbprof.distributed.ranklog`.
 """
@@ -17,6 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
+from sbprof.distributed.machine_load import MachineLoad
 from sbprof.distributed.ranklog import RankLog
 from sbprof.distributed.world import World, from_env, rank_folder
 
@@ -33,6 +39,7 @@ class StepRow:
     cuda_s: Optional[float] = None
     comm_s: Optional[float] = None
     allocated_bytes: Optional[int] = None
+    data_wait_s: Optional[float] = None
 
 
 def record_key(section: str, step: str) -> str:
@@ -70,6 +77,9 @@ class RankSection:
         self.items: Dict[str, Dict[int, int]] = {}  # per step name and index: utterances in the batch (a Brain's)
         self.audio_s: Dict[str, Dict[int, float]] = {}  # and its seconds of audio
         self.log: Optional[RankLog] = None
+        self.clocked = False  # the caller gives each step's communication (sbprof run's comm clock)
+        self.schedule_text: Optional[str] = None  # which steps are reported, where no profiler schedule says it
+        self.load = MachineLoad()
 
     def attach(self, prof: Any) -> None:
         """The target's profiler from now on (an unscheduled function makes one per call; the last one is kept)."""
@@ -78,19 +88,24 @@ class RankSection:
 
     def step_ended(self, prof: Any, name: str, start: float, wall_s: float, cpu_s: float,
                    cuda_s: Optional[float] = None, index: Optional[int] = None, reported: Optional[bool] = None,
-                   items: Optional[int] = None, audio_s: Optional[float] = None) -> None:
+                   items: Optional[int] = None, audio_s: Optional[float] = None, comm_s: Optional[float] = None,
+                   data_wait_s: Optional[float] = None, own_s: float = 0.0) -> None:
         """A counted step ended (``start``: its ``perf_counter`` start; ``cuda_s``: between CUDA events, on a GPU;
         ``reported``: whether its stage's schedule reports it; ``items`` and ``audio_s``: utterances and seconds of
-        audio in its batch); a line goes out at once."""
+        audio in its batch; ``comm_s`` and ``data_wait_s``: its communication and data wait, from a caller that
+        times them itself; ``own_s``: the caller's own work right before the step, not the loop's); a line goes out
+        at once."""
         if self.log is None:
             self.log = RankLog.get(self.world, self.folder)
             self.log.sections.append(self)
         rows = self.rows.setdefault(name, [])
-        previous = self.last_end.get(name)
+        # Between steps only from the previous step of this very stage, when no other profiled step came between.
+        previous = self.last_end.get(name) if self.log.last_key == (self.key, name) else None
         if reported is None:
             reported = not prof.has_schedule or prof.schedule.reports(prof.step_num)
-        row = StepRow(len(rows), wall_s, cpu_s, None if previous is None else max(0.0, start - previous), reported,
-                      cuda_s)
+        row = StepRow(len(rows), wall_s, cpu_s, None if previous is None else max(0.0, start - previous - own_s),
+                      reported,
+                      cuda_s, comm_s, data_wait_s=data_wait_s)
         rows.append(row)
         if items is not None:
             self.items.setdefault(name, {})[row.index] = items
@@ -100,15 +115,29 @@ class RankSection:
             self.pending.setdefault(name, []).append(row)
         line = {"section": record_key(self.key, name), "name": name, "index": row.index, "wall_s": wall_s,
                 "cpu_s": cpu_s, "gap_s": row.gap_s, "reported": reported, "t": time.time()}
-        if cuda_s is not None:
-            line["cuda_s"] = cuda_s
-        if items is not None:
-            line["utterances"] = items
-        if audio_s is not None:
-            line["audio_s"] = audio_s
+        for key, value in (("cuda_s", cuda_s), ("utterances", items), ("audio_s", audio_s), ("comm_s", comm_s),
+                           ("data_wait_s", data_wait_s)):
+            if value is not None:
+                line[key] = value
         self.log.writer.write("step", line)
+        self.load.mark(name, reported)
         # The next step's "between" starts once this bookkeeping is done: sbprof's own time is not the user's.
+        self.log.last_key = (self.key, name)
         self.last_end[name] = time.perf_counter()
+
+    def step_counted(self, name: str) -> None:
+        """A step of ``name`` ran and is not written (past its recorded ones): the next step of another name has no
+        time between steps of its own."""
+        if self.log is not None:
+            self.log.last_key = (self.key, name)
+
+    def comm_read(self, name: str, index: int, comm_s: float) -> None:
+        """The communication of step ``index`` of ``name``, read after the step ended (device-timed collectives)."""
+        rows = self.rows.get(name, [])
+        if 0 <= index < len(rows):
+            rows[index].comm_s = comm_s
+            if self.log is not None:
+                self.log.writer.write("comm", {"section": record_key(self.key, name), "steps": {str(index): comm_s}})
 
     def stop_finished(self) -> None:
         """A profiler finished reading its recording: a SIGTERM that came meanwhile is handled now."""
@@ -158,12 +187,16 @@ class RankSection:
 
         shown = [r for r in rows if r.reported]
         timing_only = self.profiler is None or self.profiler.timing_only
+        comm_known = not timing_only or self.clocked
         device = f"cuda:{torch.cuda.current_device()}" if torch.cuda.is_initialized() else "cpu"
         world = {**self.world.to_dict(), "run_id": log.run_id, "backend": log.backend}
         extra: Dict[str, Any] = {"rank": {
-            "section": record_key(self.key, name), "steps": [r.index for r in shown], "comm_s": None if timing_only else [r.comm_s for r in shown],
-            "gap_s": [r.gap_s for r in shown], "last_step": rows[-1].index,
-            "allocated_peak_bytes": [r.allocated_bytes for r in shown]}}
+            "section": record_key(self.key, name), "steps": [r.index for r in shown],
+            "comm_s": [r.comm_s for r in shown] if comm_known else None, "gap_s": [r.gap_s for r in shown],
+            "last_step": rows[-1].index, "allocated_peak_bytes": [r.allocated_bytes for r in shown]},
+            "machine": self.load.figures(name)}
+        if shown and all(r.data_wait_s is not None for r in shown):
+            extra["data_wait_s_per_step"] = [r.data_wait_s for r in shown]
         for figure, per_step in self.step_figures.items():
             extra[figure] = [per_step[r.index] for r in shown if r.index < len(per_step)]
         items = self.items.get(name, {})
@@ -181,8 +214,10 @@ class RankSection:
                            cuda_s=[r.cuda_s for r in shown] if shown and shown[0].cuda_s is not None else None,
                            memory=self.memory if self.memory is not None else process_peak(device),
                            settings={"distributed": world, "step": name, "timing_only": timing_only,
-                                     "schedule": repr(self.profiler.schedule) if self.profiler is not None
-                                     and self.profiler.has_schedule else None, "load_1min": load_average()},
+                                     "schedule": self.schedule_text or (repr(self.profiler.schedule)
+                                                                        if self.profiler is not None
+                                                                        and self.profiler.has_schedule else None),
+                                     "load_1min": load_average()},
                            env=collect_env(), extra=extra)
 
 

@@ -8,7 +8,7 @@ import platform
 import subprocess
 import sys
 from importlib import metadata
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 from sbprof.record import Env
 
@@ -155,31 +155,45 @@ class OthersCpu:
     def __enter__(self) -> "OthersCpu":
         import time
 
-        import psutil
-
         self._clock = time.perf_counter
         self.cpu_s: Optional[float] = None
         self.wall_s = 0.0
-        try:
-            self._start = (self._busy(psutil.cpu_times()), sum(psutil.Process().cpu_times()[:2]))
-        except (OSError, psutil.Error):
-            self._start = None
+        self._start = cpu_counters()
         self._t0 = self._clock()
         return self
 
-    @staticmethod
-    def _busy(times: Any) -> float:
-        return sum(getattr(times, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq", "steal"))
-
     def __exit__(self, *exc: Any) -> None:
-        import psutil
-
         self.wall_s = self._clock() - self._t0
-        if self._start is None:
-            return
-        try:
-            busy, own = self._busy(psutil.cpu_times()), sum(psutil.Process().cpu_times()[:2])
-        except (OSError, psutil.Error):
+        end = cpu_counters() if self._start is not None else None
+        if end is None:
             return
         # Ticks of the machine and of the process are sampled at different instants: clip the small negatives.
-        self.cpu_s = max(0.0, (busy - self._start[0]) - (own - self._start[1]))
+        self.cpu_s = max(0.0, (end[0] - self._start[0]) - (end[1] - self._start[1]))
+
+
+@functools.lru_cache(maxsize=1)
+def _this_process(pid: int) -> Any:
+    """psutil's handle of this process, made once per process id (making one costs more than reading it)."""
+    import psutil
+
+    return psutil.Process(pid)
+
+
+def cpu_counters() -> Optional[Tuple[float, float]]:
+    """The machine's busy CPU seconds since boot (every core, from ``/proc/stat`` through psutil, hypervisor steal
+    included) and this process's own (every thread), or ``None`` where psutil cannot read them.
+
+    Example
+    -------
+    >>> counters = cpu_counters()
+    >>> counters is None or counters[0] >= counters[1] >= 0
+    True
+    """
+    import psutil
+
+    try:
+        times, own = psutil.cpu_times(), _this_process(os.getpid()).cpu_times()
+    except (OSError, psutil.Error):
+        return None
+    busy = sum(getattr(times, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq", "steal"))
+    return busy, own.user + own.system

@@ -25,7 +25,8 @@ def brain_sample_rate(brain: Any) -> int:
 
 
 def batch_size_and_audio(batch: Any, sample_rate: int) -> Tuple[Optional[int], Optional[float]]:
-    """Utterances and audio seconds of a SpeechBrain ``PaddedBatch`` (its ``sig``), else ``(None, None)``.
+    """Utterances and audio seconds of a SpeechBrain ``PaddedBatch`` (its ``sig``); a ``PaddedBatch`` without audio
+    (text, for a language model) gives its utterances only; anything else ``(None, None)``.
 
     The seconds are the utterances' own lengths (relative lengths x the padded length), not the padding.
 
@@ -35,10 +36,13 @@ def batch_size_and_audio(batch: Any, sample_rate: int) -> Tuple[Optional[int], O
     >>> batch = PaddedBatch([{"sig": torch.zeros(16000)}, {"sig": torch.zeros(8000)}])
     >>> batch_size_and_audio(batch, 16000)
     (2, 1.5)
+    >>> batch_size_and_audio(PaddedBatch([{"chars": torch.ones(5)}, {"chars": torch.ones(3)}]), 16000)
+    (2, None)
     """
     signal = getattr(batch, "sig", None)
     if signal is None or not isinstance(signal, tuple) or len(signal) != 2:
-        return None, None
+        size = getattr(batch, "batchsize", None)
+        return (size, None) if isinstance(size, int) and not isinstance(size, bool) else (None, None)
     wavs, lengths = signal
     if not torch.is_tensor(wavs) or wavs.dim() < 2:
         return None, None

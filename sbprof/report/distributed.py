@@ -22,9 +22,12 @@ CSV_FILE = "ranks.csv"
 
 DEFINITIONS = [
     "step time: wall clock of one profiled step on a rank (median [first, third quartile] over its reported steps);",
-    "communication: per step, the union of the spans of its collectives (gloo and other CPU backends: from the "
-    "collective operator's start, e.g. `c10d::allreduce_`, to the end of its backend event, e.g. "
-    "`gloo:all_reduce`; NCCL: the NCCL kernels), read from the profiler's events; with DDP it overlaps backward;",
+    "communication: per step, the union of the spans of its collectives; with DDP it overlaps backward. Under the "
+    "decorators, read from the profiler's events (gloo and other CPU backends: from the collective operator's "
+    "start, e.g. `c10d::allreduce_`, to the end of its backend event, e.g. `gloo:all_reduce`; NCCL: the NCCL "
+    "kernels); under `sbprof run`, whose measured steps run without the profiler, timed by its communication "
+    "clock (DDP's communication hook and the `torch.distributed` collectives, from the call to the completion of "
+    "its future: host clock on gloo, CUDA events on NCCL);",
     "wait: a step's communication time on a rank minus the smallest over ranks for that step, i.e. time spent "
     "waiting for the others (what a straggler costs them);",
     "busy: step time minus wait (the rank's own work); the slowest rank has the longest median busy time; "
@@ -34,7 +37,14 @@ DEFINITIONS = [
     "reported, its busy time minus the longest busy time of the other ranks (0 when it is not the longest), median "
     "over those steps;",
     "between steps: from one step's end (after sbprof wrote its line) to the next one's start (data loading and "
-    "the loop's own work);",
+    "the loop's own work), counted only between two steps of the same stage with no other profiled step between "
+    "them (a validation step between two training steps is not the training loop's);",
+    "data wait (`sbprof run`): time inside the DataLoader's `__next__` before a step; its share is of the loop, "
+    "step + time between steps (or + the data wait where no time between steps is known);",
+    "machine load: per host, the rank threads (each rank's torch threads) and the cores other work kept busy over "
+    "the reported steps (the machine's busy CPU time less every rank's own, over the span); crowded when the "
+    "threads outnumber the cores left free: wall-time verdicts are then withheld and the straggler is judged on "
+    "CPU time; CPU excess: the most CPU time per step of a rank, median, less the median rank's;",
     "a share is the ratio of the two medians beside it (a section's: median over ranks of each); a figure computed "
     "from fewer ranks than the world names them; steps are counted from 1;",
     "peak memory: the process's resident high-water mark (CPU) or the CUDA allocator's peak;",
@@ -84,9 +94,10 @@ def empty_line(s: SectionSummary) -> str:
     took = (f"{plural(taken[0], 'step')} taken on each rank" if len(taken) == 1 else
             "; ".join(f"rank {r}: {plural(n, 'step')} taken" for r, n, _ in s.empty)) if s.empty else "no step taken"
     schedule = f" by its schedule, {s.schedule}," if s.schedule else ""
+    example = ("sbprof run --warmup 1" if (s.schedule or "").startswith("sbprof run") else
+               "profile_optimiser(brain, wait=0, warmup=1, active=3)")
     return (f"0 steps recorded ({took}, none reached the recorded part{schedule} which counts each stage's steps "
-            "on its own): give this stage more batches, or its own shorter schedule (e.g. "
-            "profile_optimiser(brain, wait=0, warmup=1, active=3))")
+            f"on its own): give this stage more batches, or its own shorter schedule (e.g. {example})")
 
 
 def headline(s: SectionSummary) -> List[List[str]]:
@@ -126,6 +137,15 @@ def headline(s: SectionSummary) -> List[List[str]]:
          f"{_s(s.cpu_s)} s; CPU cost {_s(s.cpu_cost)} core-s per audio s" if s.cpu_cost is not None else
          f"{_s(s.cpu_s)} s; CPU cost n/a (the batches carry no audio length)"],
     ]
+    if s.cpu_excess is not None:
+        rows.append(["CPU excess", f"rank {s.cpu_excess.rank}: {_s(s.cpu_excess.seconds)} s of CPU time per step "
+                                   "over the median rank's (medians)"])
+    if s.data_wait_s is not None:
+        rows.append(["data wait (DataLoader), median over ranks", f"{_s(s.data_wait_s)} s, "
+                     f"{_pct(s.data_wait_share)} of the loop (step + between steps){_of_ranks(s.data_wait_ranks, s)}"])
+    if s.crowding is not None:
+        rows.append(["machine load", s.crowding.describe() + (": CROWDED, wall-time verdicts withheld"
+                                                              if s.crowding.crowded else "")])
     t = s.throughput
     if t is not None:
         audio = f", {sig3(t.audio_s_per_s)} audio s/s" if t.audio_s_per_s is not None else ""
@@ -141,11 +161,12 @@ def rank_table(rows: List[RankRow]) -> str:
     return table([[str(r.rank), r.host, str(r.node_rank), str(r.steps),
                    f"{sig3(r.step.median)} [{sig3(r.step.q1)}, {sig3(r.step.q3)}]", sig3(r.busy.median), _s(r.comm_s),
                    _pct(r.comm_share), _s(r.wait_s) + (" (est.)" if r.wait_estimated else ""), _s(r.between_s),
+                   _s(r.data_wait_s),
                    _s(r.cpu.median if r.cpu is not None else None), _s(r.cpu_cost), bytes_in("GB", r.peak_bytes),
                    _short(r.ended)]
                   for r in rows],
                  ["rank", "host", "node", "steps", "step time s, median [q1, q3]", "busy s", "comm s", "comm share",
-                  "wait s", "between s", "CPU s", "CPU cost", "peak GB", "ended"])
+                  "wait s", "between s", "data wait s", "CPU s", "CPU cost", "peak GB", "ended"])
 
 
 def render_section(s: SectionSummary, level: str = "##") -> List[str]:
@@ -237,13 +258,14 @@ def ranks_csv(run: RunSummary) -> str:
     writer = csv.writer(out)
     writer.writerow(["section", "rank", "host", "node_rank", "local_rank", "steps", "step_s_median", "step_s_q1",
                      "step_s_q3", "busy_s_median", "comm_s_median", "comm_share", "wait_s_median", "wait_share",
-                     "between_s_median", "between_share", "cpu_s_median", "cpu_cost", "peak_bytes", "ended",
-                     "last_step"])
+                     "between_s_median", "between_share", "data_wait_s_median", "data_wait_share", "cpu_s_median",
+                     "cpu_cost", "peak_bytes", "ended", "last_step"])
     for s in run.sections:
         for r in s.rows:
             writer.writerow([s.key, r.rank, r.host, r.node_rank, r.local_rank, r.steps, r.step.median, r.step.q1,
                              r.step.q3, r.busy.median, r.comm_s, r.comm_share, r.wait_s, r.wait_share, r.between_s,
-                             r.between_share, r.cpu.median if r.cpu is not None else None, r.cpu_cost,
+                             r.between_share, r.data_wait_s, r.data_wait_share,
+                             r.cpu.median if r.cpu is not None else None, r.cpu_cost,
                              r.peak_bytes, r.ended, r.last_step])
     return out.getvalue()
 

@@ -5,7 +5,9 @@
 The script runs as ``__main__`` in the profiling process (:mod:`sbprof.script.launch`)
 with hooks installed first (:mod:`sbprof.script.hooks`), which find its steps;
 :mod:`sbprof.script.session` measures them (:mod:`sbprof.script.steps` for the clocks)
-and :mod:`sbprof.script.plan` hands one record per stage to the one runner.
+and :mod:`sbprof.script.plan` hands one record per stage to the one runner. Under torchrun each rank's steps
+also go to its rank file (:mod:`sbprof.script.ranks`); ``--ddp`` starts the process group for a recipe that does
+not (:mod:`sbprof.script.ddp`).
 
 :data:`JOB` names the parts: the command line (:mod:`sbprof.script.command`),
 the plan, the analysis :mod:`sbprof.analysis.run` and the report

@@ -18,6 +18,7 @@ last), or ends after ``fit``.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 from typing import Any, Callable, Iterator, List
@@ -34,6 +35,16 @@ def patch_brain(hooks: Any, brain_class: type) -> None:
     hooks._patch(brain_class, "__init__", _brain_init(hooks, brain_class.__init__))
 
 
+def _debug_run_opts(run_opts: Any, steps: int) -> Any:
+    """The script's run options with SpeechBrain's debug mode on for ``steps`` batches a stage. SpeechBrain >= 1.1
+    passes a frozen ``RunOptions`` whose ``overridden_args`` are the command line's: a copy keeps them, so that
+    run options set in the hparams file still win over the defaults (a plain dict marks every key overridden)."""
+    debug = {"debug": True, "debug_batches": steps, "debug_epochs": 1}
+    if dataclasses.is_dataclass(run_opts) and hasattr(run_opts, "overridden_args"):
+        return dataclasses.replace(run_opts, **debug, overridden_args={*run_opts.overridden_args, *debug})
+    return {**(run_opts or {}), **debug}
+
+
 def _brain_init(hooks: Any, init: Callable) -> Callable:
     session = hooks.session
 
@@ -42,7 +53,7 @@ def _brain_init(hooks: Any, init: Callable) -> Callable:
                    run_opts: Any = None, checkpointer: Any = None) -> None:
         if not session.keep_going:
             steps = stage_plan(session.warmup, session.measured, trace=session.tracer is not None).total
-            run_opts = {**(run_opts or {}), "debug": True, "debug_batches": steps, "debug_epochs": 1}
+            run_opts = _debug_run_opts(run_opts, steps)
         init(brain, modules, opt_class, hparams, run_opts, checkpointer)
         shared = session.checkpoints_dir
         if not session.keep_going and shared is not None and getattr(brain, "checkpointer", None) is not None:

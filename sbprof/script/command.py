@@ -17,8 +17,10 @@ from sbprof.base.errors import ConfigError
 from sbprof.jobs.job import ArgumentParser, Invocation
 
 DEFAULTS: Dict[str, Any] = {"script": None, "module": None, "args": (), "warmup": 2, "measured": 5,
-                            "keep_going": False, "trace": True, "output_folder": None, "verbose": False}
+                            "keep_going": False, "trace": True, "output_folder": None, "verbose": False,
+                            "ddp": None}
 """The run job's options and their defaults (the command line's and :func:`sbprof.run`'s)."""
+DDP_BACKENDS = ("gloo", "nccl", "auto")
 USAGE = "%(prog)s [options] SCRIPT.py [ARGS ...]\n       %(prog)s [options] -m MODULE [ARGS ...]\n" \
         "       %(prog)s --render-only RESULTS"
 
@@ -38,6 +40,10 @@ def parser(prog: str) -> ArgumentParser:
                    help="after the measured steps, let the script run to its end (default: stop it there)")
     p.add_argument("--no-trace", dest="trace", action="store_false", help="no torch.profiler trace")
     p.add_argument("--verbose", action="store_true", help="keep the profiler's own console lines (hidden by default)")
+    p.add_argument("--ddp", nargs="?", const="auto", metavar="gloo|nccl",
+                   help="under torchrun: start the process group before the script (as SpeechBrain's ddp_init_group "
+                        "would) and give each Brain this distributed_backend unless the script sets one (bare --ddp: "
+                        "nccl with a GPU, else gloo)")
     p.add_argument("--output_folder", help="where results.json, report.md and traces go "
                                            "(default results/run/<script name>)")
     p.add_argument("--render-only", metavar="RESULTS", help="re-render a saved run's reports, nothing run")
@@ -53,12 +59,16 @@ def split_argv(argv: List[str]) -> Tuple[List[str], Optional[str], List[str]]:
     (['--warmup', '1'], 'train.py', ['hp.yaml', '--warmup', '9'])
     >>> split_argv(["-m", "pkg.mod", "--lr", "1"])
     (['-m', 'pkg.mod'], None, ['--lr', '1'])
+    >>> split_argv(["--ddp", "train.py"]), split_argv(["--ddp", "gloo", "train.py"])[1]
+    ((['--ddp'], 'train.py', []), 'train.py')
     """
     takes_value = {"-m", "--warmup", "--measured", "--output_folder", "--render-only"}
     i = 0
     while i < len(argv):
         arg = argv[i]
-        if arg == "-m" or (arg in takes_value and "=" not in arg):
+        if arg == "--ddp" and i + 1 < len(argv) and argv[i + 1] in DDP_BACKENDS:  # its value is optional
+            i += 2
+        elif arg == "-m" or (arg in takes_value and "=" not in arg):
             if arg == "-m":
                 return argv[:i + 2], None, argv[i + 2:]
             i += 2
@@ -98,6 +108,7 @@ def load_config(source: Mapping[str, Any], overrides: Optional[Mapping[str, Any]
     sbprof.base.errors.ConfigError: --warmup must be at least 0 and --measured at least 1, got -1 and 5
     """
     from sbprof.jobs.preamble import Preamble, Repeats, check_output_folder
+    from sbprof.script.ddp import check_ddp
     from sbprof.script.launch import check_target
     from sbprof.script.plan import RunConfig
 
@@ -115,6 +126,7 @@ def load_config(source: Mapping[str, Any], overrides: Optional[Mapping[str, Any]
         raise ConfigError(f"--warmup must be at least 0 and --measured at least 1, got {args['warmup']} and "
                           f"{args['measured']}")
     target = check_target(args["script"], args["module"], list(args["args"]))
+    ddp = check_ddp(args["ddp"])
     folder = check_output_folder(args["output_folder"], "--output_folder", str(Path("results") / "run" / target.name))
     rank = os.environ.get("RANK") if os.environ.get("WORLD_SIZE") is not None else None
     ranks = None
@@ -123,4 +135,4 @@ def load_config(source: Mapping[str, Any], overrides: Optional[Mapping[str, Any]
     preamble = Preamble(devices=("cpu",), cpu_threads=(1,), cuda_threads=1, seed=0, warmup=args["warmup"],
                         measured=args["measured"], repeats=Repeats(runs=1), output_folder=folder, progress_bar=False)
     return RunConfig(preamble=preamble, target=target, keep_going=bool(args["keep_going"]), trace=bool(args["trace"]),
-                     rank_folder=ranks, verbose=bool(args["verbose"]))
+                     rank_folder=ranks, verbose=bool(args["verbose"]), ddp=ddp)

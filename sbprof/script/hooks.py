@@ -78,6 +78,17 @@ class _AfterImport(importlib.abc.MetaPathFinder):
         return spec
 
 
+def when_imported(name: str, patch: Callable[[Any], None]) -> Callable[[], None]:
+    """Run ``patch(module)`` now if module ``name`` is imported, else right after its import runs; returns what
+    takes the pending patch back (nothing, once it ran)."""
+    if name in sys.modules:
+        patch(sys.modules[name])
+        return lambda: None
+    finder = _AfterImport(name, patch)
+    sys.meta_path.insert(0, finder)
+    return lambda: finder in sys.meta_path and sys.meta_path.remove(finder)
+
+
 class Hooks:
     """Installs the hooks of the module docstring into this process; :meth:`remove` undoes every one."""
 
@@ -123,12 +134,7 @@ class Hooks:
 
     def _when_imported(self, name: str, patch: Callable[[Any], None]) -> None:
         """Run ``patch(module)`` now if ``name`` is imported, else right after the script's import of it runs."""
-        if name in sys.modules:
-            patch(sys.modules[name])
-            return
-        finder = _AfterImport(name, patch)
-        sys.meta_path.insert(0, finder)
-        self._undo.append(lambda: finder in sys.meta_path and sys.meta_path.remove(finder))
+        self._undo.append(when_imported(name, patch))
 
     def _patch(self, owner: Any, name: str, value: Any) -> None:
         had = name in vars(owner)

@@ -41,11 +41,12 @@ class RunConfig:
     trace: bool = True
     rank_folder: Optional[str] = None  # under torchrun: where the ranks' files go (this rank's results go below)
     verbose: bool = False  # the profiler's own console lines kept
+    ddp: Optional[str] = None  # --ddp: the process group's backend sbprof starts (sbprof.script.ddp)
 
     def rules(self) -> Dict[str, Any]:
         return {"script": self.target.path, "module": self.target.module, "args": list(self.target.args),
                 "warmup": self.preamble.warmup, "measured": self.preamble.measured, "continue": self.keep_going,
-                "trace": self.trace}
+                "trace": self.trace, "ddp": self.ddp}
 
 
 class Plan(JobPlan):
@@ -78,13 +79,20 @@ class Plan(JobPlan):
         if self.cfg.rank_folder is not None:
             from sbprof.script.ranks import rank_steps
 
-            ranks = rank_steps(Path(self.cfg.target.argv0).name, Path(self.cfg.rank_folder))
+            ranks = rank_steps(Path(self.cfg.target.argv0).name, Path(self.cfg.rank_folder), pre.warmup, pre.measured)
         session = Session(pre.warmup, pre.measured, self.cfg.keep_going, trace_dir, ranks, log=log,
                           verbose=self.cfg.verbose)
         if ranks is not None:
             session.checkpoints_dir = Path(self.cfg.rank_folder).parent / DEBUG_CHECKPOINTS
         hooks = Hooks(session)
         hooks.install()
+        ddp = None
+        if self.cfg.ddp is not None:
+            from sbprof.script.ddp import Ddp
+
+            # --ddp (sbprof.script.ddp): the process group, before the script; installed after the hooks, so that
+            # its Brain patch is the outer one and reads the script's own run_opts.
+            ddp = Ddp(self.cfg.ddp).install()
         # What sbprof made so far (its imports, this plan) is old before the script's first line: young objects
         # are scanned at every garbage collection until promoted, and a step of thousands of tiny operators
         # (3,000 tensors: several collections a step) paid about 5 % for them, against the same steps unprofiled.
@@ -102,6 +110,8 @@ class Plan(JobPlan):
                     ranks.close("done" if normal else f"the script {describe(self.ended)}")
                     if os.environ.get("RANK") == "0":  # every rank passed the end barrier: the folder is free
                         shutil.rmtree(session.checkpoints_dir, ignore_errors=True)
+                if ddp is not None:
+                    ddp.remove()
         try:
             if session.operators:
                 from sbprof.script.dispatch import dispatch_floor

@@ -86,6 +86,7 @@ class Session:
         self.dispatch_floor_s: Optional[float] = None
         self.checkpoints = 0  # module calls (global hooks), backward and optimiser steps so far
         self.checkpoints_dir: Optional[Path] = None  # under torchrun: the Brains' debug-mode checkpoints, shared
+        self.setup_s = 0.0  # sbprof's own work right before the open step's clocks started
         self._open: Dict[str, Any] = {}
         # Imported now, before the script, not at a stage's first step of each role: objects made between two
         # measured steps are young ones every garbage collection of those steps scans.
@@ -158,7 +159,11 @@ class Session:
         peak = self._open.get("peak")
         if peak is not None:
             peak.start()  # the last thing before the clocks: the heap trimmed, the mark reset
-        self.steps.add_own(started, time.perf_counter())
+        now = time.perf_counter()
+        self.setup_s = now - started
+        self.steps.add_own(started, now)
+        if role is None and self.ranks is not None:  # still a step: the next one of another stage has no time between
+            self.ranks.counted(stage)
         self.steps.begin(stage, kind, role)
         return role
 
@@ -204,13 +209,16 @@ class Session:
             self._close(step.stage, step.role, ok, timing)
         finally:
             self.steps.add_own(started, time.perf_counter())
+        if ok and timing is not None and self.ranks is not None:
+            # Under torchrun every step goes to the rank file (the measured ones reported), last: sbprof's own work
+            # around the step (here and before its clocks started) is not the loop's time between steps.
+            self.ranks.step(step.stage, *timing, step.role == "measured", step.wait_s, step.utterances, step.audio_s,
+                            self.setup_s)
 
     def _close(self, stage: str, role: str, ok: bool, timing: Any) -> None:
         index = self._open.pop("index", None)
         last = index is not None and index == self.plan(stage).last.get(role)
-        if role == "measured" and ok and self.ranks is not None:
-            self.ranks.step(stage, *timing)
-        elif role == "flops":
+        if role == "flops":
             counter = self._open.pop("flops")
             counter.__exit__(None, None, None)
             self._open.pop("quiet").__exit__(None, None, None)

@@ -94,3 +94,30 @@ def test_hta_reads_a_real_nccl_run(tmp_path):
     (run,) = (tmp_path / "ranks").iterdir()
     summary = merge_run(run)
     assert summary.gpu["temporal_breakdown"] and summary.gpu["comm_comp_overlap"]
+
+
+@pytest.mark.cuda
+def test_the_communication_clock_times_nccl_on_cuda_events(monkeypatch):
+    """A one-rank NCCL world: DDP's default hook and a direct all-reduce, each a pair of CUDA events read later."""
+    import time
+
+    import torch
+    import torch.distributed as dist
+
+    from sbprof.distributed.comm_clock import CommClock, PendingComm
+    from torchrun_tools import free_port
+
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+    clock = CommClock().install()
+    try:
+        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4096, 4096).cuda(), device_ids=[0])
+        start = time.perf_counter()
+        model(torch.randn(64, 4096, device="cuda")).sum().backward()
+        dist.all_reduce(torch.ones(1 << 24, device="cuda"))
+        pending = clock.window(start, time.perf_counter())
+        assert isinstance(pending, PendingComm) and len(pending.spans) >= 2  # the hook's buckets, the direct call
+        torch.cuda.synchronize()
+        assert pending.ready() and 0 < pending.seconds() < time.perf_counter() - start
+    finally:
+        clock.remove()
+        dist.destroy_process_group()

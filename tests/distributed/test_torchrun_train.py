@@ -96,3 +96,18 @@ def test_running_the_study_again_resumes_without_launching(scaled):
     cfg, _, results = scaled
     again = run_config(get_job("train"), cfg, log=lambda line: None)
     assert again.measured == 0 and again.resumed == len(results.records)
+
+
+def test_a_crowded_world_withholds_its_wall_time_verdicts_and_says_why(scaled):
+    # Issue 39: on a crowded machine the communication rule fired at "38 % of the step", mostly waiting for a core.
+    _, _, results = scaled
+    summary = analyse(results)
+    world = next(w for w in summary.worlds if w.world_size == 2)
+    section = world.summary.sections[0]
+    assert section.crowding is not None and section.crowding.measured and section.crowding.threads == 2
+    rules = [v.rule for v in world.summary.limits.verdicts]
+    if section.crowding.crowded:
+        assert "communication" not in rules and "data loading" not in rules
+        assert any("the machine was crowded" in u and "no communication" in u for u in summary.limits.undecided)
+    else:  # a quiet machine: the rules decide on wall time, and the verdicts name the world
+        assert all(v.sentence.startswith("World of 2") for v in summary.limits.verdicts)

@@ -44,7 +44,9 @@ def test_others_cpu_counts_another_process_and_not_this_one():
         own = time.process_time() - own0
         child_cpu = float(child.communicate()[0])
     assert others.cpu_s >= 0.9 * child_cpu
-    assert others.cpu_s <= (os.cpu_count() or 1) * others.wall_s - 0.9 * own
+    # The kernel counts CPU time in 10 ms ticks per core, read at the window's two ends: on a saturated machine the
+    # others' share meets this bound, and may pass it by a tick per core and end (seen: 3.2800 against 3.2798 s).
+    assert others.cpu_s <= (os.cpu_count() or 1) * (others.wall_s + 0.02) - 0.9 * own
 
 
 def test_last_level_cache_is_what_lscpu_reads():

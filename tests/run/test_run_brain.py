@@ -65,3 +65,33 @@ def test_render_only_rewrites_the_same_report(tmp_path):
     assert again.returncode == 0, again.stderr
     assert (out / "report.md").read_text() == first
     assert BRAIN.is_dir()
+
+
+HPARAMS_RUN_OPTION = """
+import sys, torch, speechbrain as sb
+hparams_file, run_opts, _ = sb.parse_arguments(sys.argv[1:])  # a RunOptions: only the command line's are overridden
+class Brain(sb.Brain):
+    def compute_forward(self, batch, stage):
+        return self.modules.model(batch.x.data)
+    def compute_objectives(self, predictions, batch, stage):
+        return predictions.pow(2).mean()
+items = [{"id": str(i), "x": torch.ones(4)} for i in range(8)]
+brain = Brain({"model": torch.nn.Linear(4, 2)}, lambda p: torch.optim.SGD(p, lr=0.1), {"max_grad_norm": 2.5},
+              run_opts)
+open("seen.txt", "w").write(f"{brain.max_grad_norm} {brain.debug}")
+brain.fit(range(1, 3), items, items, train_loader_kwargs={"batch_size": 2, "collate_fn": sb.dataio.batch.PaddedBatch},
+          valid_loader_kwargs={"batch_size": 2, "collate_fn": sb.dataio.batch.PaddedBatch})
+"""
+
+
+def test_a_run_option_set_in_the_hparams_still_wins_over_the_default(tmp_path):
+    # Ground truth: the script unprofiled reads the hparams' max_grad_norm (2.5, the default being 5.0); sbprof's
+    # debug mode must change only the debug options (a plain dict of run options overrode every hparams one).
+    (tmp_path / "fit.py").write_text(HPARAMS_RUN_OPTION)
+    (tmp_path / "hp.yaml").write_text("{}\n")
+    done = plain_run(["fit.py", "hp.yaml"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "seen.txt").read_text() == "2.5 False"
+    done = sbprof_run(["--output_folder", str(tmp_path / "out"), "--no-trace", "fit.py", "hp.yaml"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "seen.txt").read_text() == "2.5 True"

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from run_helpers import BRAIN, RECIPES, env, records
+from run_helpers import BRAIN, RECIPES, env, measured, records
 
 pytestmark = pytest.mark.slow
 
@@ -34,10 +34,17 @@ def test_two_ranks_each_profile_themselves_and_the_run_is_merged(tmp_path):
     assert {s.key for s in summary.sections} == {"train.py/train", "train.py/valid", "train.py/test"}
     for section in summary.sections:
         assert [r.rank for r in section.rows] == [0, 1]
-    # The rank files hold the same measured steps as each rank's own results (one clock, two writers).
+    # The rank files hold the same measured steps as each rank's own results (one clock, two writers), with their
+    # data wait, batches and communication: the merged figures are the ranks' own.
     for path in rank_files(find_run(out / "ranks")):
         rank = read_rank_file(path)
         for stage in ("train", "valid", "test"):
-            assert rank.records[f"train.py/{stage}"]["wall_s"] == records(out / f"rank{rank.rank}")[stage]["wall_s"]
+            own, record = records(out / f"rank{rank.rank}")[stage], rank.records[f"train.py/{stage}"]
+            assert record["wall_s"] == own["wall_s"]
+            assert record["extra"]["data_wait_s_per_step"] == measured(own, "data_wait_s")
+            assert record["extra"]["audio_s_per_step"] == measured(own, "audio_s")
+        assert all(c > 0 for c in rank.records["train.py/train"]["extra"]["rank"]["comm_s"])  # DDP's all-reduce
+    train = next(s for s in summary.sections if s.key == "train.py/train")
+    assert train.throughput is not None and train.cpu_cost is not None and train.crowding is not None
     merged = os.listdir(find_run(out / "ranks"))
     assert "report.md" in merged  # rank 0 ran sbprof merge on the run's folder

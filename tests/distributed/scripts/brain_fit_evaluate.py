@@ -2,7 +2,8 @@
 
 Each rank times every ``fit_batch`` and ``evaluate_batch`` with its own ``perf_counter`` and ``process_time``
 (inside sbprof's hook). Every utterance carries 0.5 s of audio (``sig``: 8,000 samples at the default 16 kHz).
-``TEST_SPIN_S``: busy-spin that long in each training batch on rank ``TEST_SPIN_RANK`` (a known straggler).
+``TEST_SPIN_S``: burn that much CPU time (process_time) in each training batch on rank ``TEST_SPIN_RANK`` (a
+known straggler: its own work, whatever the machine's load does to its wall time).
 ``TEST_KILL_RANK``/``TEST_KILL_AT``: that rank kills itself with SIGKILL at the start of its training batch
 KILL_AT (counting from 1), after sleeping ``TEST_KILL_DELAY_S``. ``TEST_RAISE_RANK``/``TEST_RAISE_AT``: that rank
 raises at the start of that training batch (as a rank whose peer died does). ``TEST_ACTIVE``: the schedule's active
@@ -61,7 +62,7 @@ class TinyBrain(sb.Brain):
         if RANK == RAISE_RANK and len(outside["train"]) + 1 == RAISE_AT:
             raise RuntimeError("Connection closed by peer (raised by the test)")
         if RANK == SPIN_RANK and SPIN_S > 0:
-            while time.perf_counter() - start < SPIN_S:
+            while time.process_time() - cpu < SPIN_S:
                 pass
         loss = super().fit_batch(batch)
         outside["train"].append(time.perf_counter() - start)
