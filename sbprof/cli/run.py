@@ -37,7 +37,7 @@ def main(argv: List[str], prog: str = "sbprof run") -> int:
     try:
         outcome = run_job(plan, folder, progress_bar=False, render=lambda results: reports(entry, results, folder),
                           summarise=lambda results: summary_block(entry, results),
-                          log=lambda line: print(f"sbprof: {line}", file=sys.stderr))
+                          log=lambda line: print(f"sbprof: {line}", file=sys.stderr), resumes=entry.resumes)
     except (ConfigError, FolderInUse) as exc:
         if created:
             shutil.rmtree(folder, ignore_errors=True)

@@ -116,6 +116,10 @@ class StoreView(Protocol):
 
     def retried(self, cell: Cell) -> bool: ...
 
+    def save_now(self, records: Callable[[], "Records"], why: str) -> None:
+        """Store ``records()`` and render now, for a plan whose process is about to end without returning to the
+        runner (``why``: in words); a failure is one line, never raised."""
+
 
 class Plan(Protocol):
     """A job's plan (see the module docstring); :class:`JobPlan` is the base of every job's."""

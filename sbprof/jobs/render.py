@@ -7,13 +7,14 @@
 """
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 from typing import Any, Dict, Union
 
 from sbprof.jobs.job import Job
 from sbprof.record.codec import to_json
 from sbprof.results import Results, StorageError
-from sbprof.results.files import atomic_write
+from sbprof.results.files import DISK_FULL, atomic_write
 
 
 Files = Dict[str, Union[str, bytes]]
@@ -57,5 +58,24 @@ def reports(job: Job, results: Results, folder: Union[str, Path]) -> Dict[str, P
         return write_files(files, folder)
     except OSError as exc:
         raise StorageError(f"cannot write the reports in {folder}: {exc.strerror or exc}; results.json keeps every "
-                           "finished record: free some space and run the same command again (a run goes on where "
-                           "it stopped, then writes the reports; --render-only writes the reports alone)") from None
+                           f"finished record: {_advice(job, exc, folder)}") from None
+
+
+def _advice(job: Job, exc: OSError, folder: Union[str, Path]) -> str:
+    """What to do when the reports could not be written: a full disk is not a read-only folder.
+
+    Example
+    -------
+    >>> import errno
+    >>> from sbprof.script import JOB
+    >>> _advice(JOB, OSError(errno.EROFS, "Read-only file system"), "out")
+    "the folder cannot be written (read-only or not yours): copy it somewhere writable and run 'sbprof run --render-only' on the copy"
+    """
+    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return (f"the folder cannot be written (read-only or not yours): copy it somewhere writable and run "
+                f"'sbprof {job.name} --render-only' on the copy")
+    if exc.errno in DISK_FULL and job.resumes:
+        return ("free some space and run the same command again (a run goes on where it stopped, then writes the "
+                "reports; --render-only writes the reports alone)")
+    fix = "free some space" if exc.errno in DISK_FULL else "once that is fixed"
+    return f"{fix}, 'sbprof {job.name} --render-only {folder}' writes the reports"

@@ -70,15 +70,31 @@ class Plan(JobPlan):
             ranks = rank_steps(Path(self.cfg.target.argv0).name, Path(self.cfg.rank_folder))
         session = Session(pre.warmup, pre.measured, self.cfg.keep_going, trace_dir, ranks)
         hooks = Hooks(session)
-        hooks.install()
-        try:
-            self.ended = run_target(self.cfg.target, StopRun)
-        finally:
+
+        def close() -> None:
             session.finish()
             hooks.remove()
             if ranks is not None:  # a normal end reads "done" in the merged run; another end, in words
                 normal = self.ended is not None and self.ended.exit_code == 0
                 ranks.close("done" if normal else f"the script {describe(self.ended)}")
+
+        def recorded() -> Records:
+            close()
+            return self._records(session)
+
+        def at_exit(status: int) -> None:  # the script calls os._exit: nothing after it runs, so save now
+            self.ended = Ended("os_exit", status)
+            view.save_now(recorded, f"the script {describe(self.ended)}")
+
+        hooks.install()
+        try:
+            self.ended = run_target(self.cfg.target, StopRun, at_exit=at_exit, in_child=hooks.remove)
+        finally:
+            close()
+        yield self._records(session)
+
+    def _records(self, session: Any) -> Records:
+        """One record per stage that recorded a step (``ConfigError`` when the script never took one)."""
         peak = _peak(session) if session.flops else None
         records = [self._record(stage, session, peak) for stage in session.steps.stages
                    if session.steps.stages[stage].wall_s]
@@ -86,7 +102,7 @@ class Plan(JobPlan):
             raise ConfigError(f"{self.cfg.target.argv0}: {NOTHING_SEEN} in the script (it "
                               f"{describe(self.ended)}); sbprof run profiles speechbrain.core.Brain batches, "
                               "torch.optim optimiser steps and speechbrain.inference calls")
-        yield Records(records, replace=True, notes=session.notes + [f"the script {describe(self.ended)}"])
+        return Records(records, replace=True, notes=session.notes + [f"the script {describe(self.ended)}"])
 
     def _record(self, stage: str, session: Any, peak: Optional[Dict[str, Any]]) -> Measurement:
         payload = session.stage_payload(stage)
@@ -119,7 +135,8 @@ def describe(ended: Optional[Ended]) -> str:
         return "did not start"
     return {"finished": "ran to its end", "stopped": "was stopped by sbprof once its steps were recorded",
             "exited": f"exited with status {ended.exit_code}", "interrupted": "was interrupted",
-            "raised": f"raised {type(ended.error).__name__}"}[ended.how]
+            "raised": f"raised {type(ended.error).__name__}",
+            "os_exit": f"left by os._exit({ended.exit_code})"}[ended.how]
 
 
 def _peak(session: Any) -> Optional[Dict[str, Any]]:

@@ -209,10 +209,18 @@ class Session:
             self.operators.update(operators_per_step(profiler.events()))
         except Exception as exc:  # a profiler whose events cannot be read: no operator count, the trace still goes
             self.notes.append(f"operators per step not counted: {exc}")
-        self.trace_dir.mkdir(parents=True, exist_ok=True)
         path = self.trace_dir / f"{name}.pt.trace.json"
-        profiler.export_chrome_trace(str(path))
-        self.traces.append(str(path))
+        try:
+            self.trace_dir.mkdir(parents=True, exist_ok=True)
+            profiler.export_chrome_trace(str(path))
+        except OSError as exc:
+            self.notes.append(f"the trace of {name} was not written: {exc.strerror or exc}")
+            return
+        if path.is_file():
+            self.traces.append(str(path))
+        else:  # torch says a failed write (a full disk) only in its own log, and leaves its temporary file
+            Path(f"{path}.tmp").unlink(missing_ok=True)
+            self.notes.append(f"the trace of {name} was not written in {self.trace_dir} (is its disk full?)")
 
     def finish(self) -> None:
         """The script ended (or stopped): close what is open; steps left unfinished are not steps."""
