@@ -78,6 +78,9 @@ class Batch:
         cells already timed), not a record of its own; a crash is noted there, the timing stands.
     resumable : bool
         Items whose cell is already stored are dropped before the worker starts.
+    whole : bool
+        The batch's records are saved together, in one write, once its worker is done (e.g. a distributed world
+        and its ranks): an interruption never leaves some of them stored, which a resume would take for done.
     """
 
     name: str
@@ -89,6 +92,7 @@ class Batch:
     python: str = sys.executable
     adds_figures: bool = False
     resumable: bool = True
+    whole: bool = False
 
 
 @dataclass

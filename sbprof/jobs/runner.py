@@ -182,10 +182,15 @@ class _Run:
         done: Set[int] = set()
         setup: Dict[str, Any] = {}  # what the worker's setup found (e.g. a check), kept in the records of crashes
 
+        whole: List[Measurement] = []  # a batch saved whole: its records, saved together once it ends
+
         def keep(index: int, m: Measurement) -> None:
             done.add(index)
             if items[index].calibration:
                 self.store.add_calibration([m])
+                return
+            if batch.whole:
+                whole.append(m)
                 return
             self.store.add(m)
             if not batch.adds_figures:
@@ -212,6 +217,10 @@ class _Run:
             for index in range(len(items)):
                 if index not in done:
                     keep(index, self._failed(batch, items[index], str(exc), setup))
+        if whole:  # one write: an interruption before it leaves none of them, and the batch runs again whole
+            self.store.add_many(whole)
+            for m in whole:
+                self.made(m)
         return True
 
     def _record(self, batch: Batch, item: Item, payload: Dict[str, Any]) -> Measurement:
