@@ -16,9 +16,11 @@ after it runs.
 from __future__ import annotations
 
 import importlib.util
+import io
 import os
 import runpy
 import sys
+import tokenize
 import traceback
 import types
 from dataclasses import dataclass, field
@@ -59,22 +61,33 @@ def check_target(path: Optional[str], module: Optional[str], args: List[str]) ->
     sbprof.base.errors.ConfigError: no_such.py: no such script
     """
     if module is not None:
+        sys.path.insert(0, os.getcwd())  # as python -m finds it: the working directory first
         try:
             spec = importlib.util.find_spec(module)
-        except (ImportError, ValueError) as exc:
-            raise ConfigError(f"-m {module}: cannot be found ({exc})") from None
+        except Exception as exc:  # noqa: B902  # a parent package whose own code raises: python -m says it too
+            why = exc if isinstance(exc, (ImportError, ValueError)) else f"{type(exc).__name__}: {exc}"
+            raise ConfigError(f"-m {module}: cannot be found ({why})") from None
+        finally:
+            sys.path.remove(os.getcwd())
         if spec is None:
             raise ConfigError(f"-m {module}: no such module")
         return Target(module=module, args=list(args))
     if path is None:
         raise ConfigError("give the SCRIPT.py to run, or -m MODULE")
     file = Path(path)
-    if not file.is_file():
-        raise ConfigError(f"{path}: no such script" if not file.exists() else f"{path}: not a file")
     try:
-        source = file.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not a Python script ({exc.__class__.__name__})") from None
+        if not file.is_file():
+            raise ConfigError(f"{path}: no such script" if not file.exists() else f"{path}: not a file")
+        raw = file.read_bytes()
+    except OSError as exc:  # a link loop, a file it may not read
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if b"\0" in raw:
+        raise ConfigError(f"{path}: not a Python script (it holds NUL bytes: a binary file?)")
+    try:  # in the encoding its coding line (PEP 263) or byte-order mark names, UTF-8 by default, as Python reads it
+        source = raw.decode(tokenize.detect_encoding(io.BytesIO(raw).readline)[0])
+    except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not a Python script ({exc.__class__.__name__}: not text in the encoding "
+                          "Python would read it in)") from None
     if file.suffix != ".py":
         try:
             compile(source, str(file), "exec")
