@@ -13,7 +13,8 @@ from typing import Any, Dict, Union
 
 from sbprof.jobs.job import Job
 from sbprof.record.codec import to_json
-from sbprof.results import Results, StorageError
+from sbprof.base.errors import ConfigError
+from sbprof.results import RESULTS_FILE, Results, StorageError
 from sbprof.results.files import DISK_FULL, atomic_write
 
 
@@ -52,8 +53,15 @@ def summary_block(job: Job, results: Results) -> Dict[str, Any]:
 
 
 def reports(job: Job, results: Results, folder: Union[str, Path]) -> Dict[str, Path]:
-    """Analyse ``results`` once, render the job's files from that summary and write them into ``folder``."""
-    files = job.render(job.analyse(results))
+    """Analyse ``results`` once, render the job's files from that summary and write them into ``folder``.
+
+    A record the analysis refuses (a payload a hand edit broke) is named with the file it came from.
+    """
+    try:
+        files = job.render(job.analyse(results))
+    except ConfigError as exc:
+        where = str(Path(folder) / RESULTS_FILE)
+        raise (exc if where in str(exc) else ConfigError(f"{where}: {exc}")) from None
     try:
         return write_files(files, folder)
     except OSError as exc:

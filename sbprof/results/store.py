@@ -120,7 +120,7 @@ class ResultStore:
             self._refuse_mismatch(stored, now)
             self.results = Results(job=stored.job, rules=stored.rules, models={**stored.models, **now.models},
                                    machine=stored.machine, calibration=stored.calibration,
-                                   notes=stored.notes)
+                                   notes=stored.notes, unknown=stored.unknown)
             self._records = {m.cell.key(): m for m in stored.records}
 
     def _refuse_mismatch(self, stored: Results, now: Results) -> None:

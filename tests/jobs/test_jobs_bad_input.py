@@ -88,7 +88,7 @@ def measured(tmp_path_factory):
 
 
 EDITS = {
-    "wall_s a string": (lambda r: r.update(wall_s="x"), "field 'wall_s' must be a list of non-negative numbers"),
+    "wall_s a string": (lambda r: r.update(wall_s="x"), "field 'wall_s' must be a list of numbers of seconds from 0 to 1e9"),
     "wall_s empty": (lambda r: r.update(wall_s=[]), "'wall_s'"),
     "no cell": (lambda r: r.pop("cell"), "no 'cell' (the record's coordinates)"),
     "audio seconds 0": (lambda r: r.update(audio_seconds=0), "'audio_seconds' must be null or a positive number"),
