@@ -44,6 +44,9 @@ def read_config_text(path: Union[str, Path]) -> str:
     ...
     sbprof.base.errors.ConfigError: ...c.yaml: not UTF-8 text (byte 0xe9 at position 13); save it as UTF-8
     """
+    if not isinstance(path, (str, os.PathLike)):  # e.g. the configuration's keys given to sbprof.run as a dict
+        raise ConfigError(f"a configuration is a YAML file: give its path, not a {type(path).__name__} "
+                          f"({str(path)[:60]}); keys to change go in overrides=")
     file = str(path)
     raw = read_input_file(path, MAX_CONFIG_BYTES, "configuration file")
     try:

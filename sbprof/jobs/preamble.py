@@ -262,14 +262,27 @@ def check_time_budget(value: Any, where: str) -> Optional[float]:
     return float(value)
 
 
+class CommandLineOverrides(dict):
+    """Overrides given on the command line (``--key value``), named so in messages; any other mapping is
+    :func:`sbprof.run`'s ``overrides=``."""
+
+
 def load_tree(path: Any, overrides: Optional[Mapping[str, Any]], schema: Dict[str, Any]) -> Mapping[str, Any]:
-    """A job's YAML file with the command line's overrides merged in, every key checked against ``schema``.
+    """A job's YAML file with the overrides merged in, every key checked against ``schema``.
 
     One clear line for anything wrong with the file (:func:`sbprof.base.yamlconfig.load_yaml`), an override of an
-    unknown key (named as the command line's), or an unknown key of the file (with a "did you mean").
+    unknown key (named as the command line's, or as ``overrides=`` of :func:`sbprof.run`), or an unknown key of
+    the file (with a "did you mean").
+
+    Example
+    -------
+    >>> load_tree("p.yaml", {"sed": 3}, {"seed": None})
+    Traceback (most recent call last):
+    ...
+    sbprof.base.errors.ConfigError: overrides=: unknown key 'sed' (did you mean 'seed'?); known keys here: seed
     """
     if overrides:
-        check_keys(overrides, schema, "command line")
+        check_keys(overrides, schema, "command line" if isinstance(overrides, CommandLineOverrides) else "overrides=")
     tree = load_yaml(path, overrides)
     check_keys(tree, schema, str(path))
     return tree
