@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Mapping, Optional, Tuple
 
-from sbprof.base.checks import nearest
+from sbprof.base.checks import MAX_COUNT, check_int, nearest
 from sbprof.base.errors import ConfigError
 from sbprof.jobs.preamble import Preamble
 from sbprof.models.source import ModelSource
@@ -70,6 +70,9 @@ def parse_shapes(text: str) -> Tuple[Tuple[int, ...], ...]:
             for s in value)):
         raise ConfigError(f"--input {text!r} must be a shape like [4, 100, 80] or a list of shapes of positive "
                           "integers")
+    too_large = [v for s in value for v in s if v > MAX_COUNT]
+    if too_large:  # torch takes it, only to fail inside the worker (an overflow), as the jobs' sizes would
+        raise ConfigError(f"--input {text!r}: a size must be at most {MAX_COUNT:,}, got {too_large[0]:,}")
     return tuple(tuple(s) for s in value)
 
 
@@ -125,8 +128,7 @@ def resolve_target(target: str, type_name: Optional[str], key: Optional[str]) ->
 
 
 def check_audio(audio_s: float, batch_size: int) -> None:
-    """An interface's batch: a positive finite length and batch size."""
-    if not (isinstance(audio_s, float) and math.isfinite(audio_s) and audio_s > 0):
-        raise ConfigError(f"--audio_s must be a positive number of seconds, got {audio_s}")
-    if batch_size < 1:
-        raise ConfigError(f"--batch_size must be at least 1, got {batch_size}")
+    """An interface's batch: a positive finite length and batch size, within the jobs' bounds."""
+    if not (isinstance(audio_s, float) and math.isfinite(audio_s) and 0 < audio_s <= MAX_COUNT):
+        raise ConfigError(f"--audio_s must be a positive number of seconds up to {MAX_COUNT:,}, got {audio_s}")
+    check_int(batch_size, "--batch_size", 1)

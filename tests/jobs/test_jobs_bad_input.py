@@ -148,7 +148,7 @@ def test_merge_output_that_would_overwrite_or_cannot_be_made(measured, tmp_path,
     (["flops", "encoder_asr", "--type", "EncoderASR", "--audio_s", "nan"], "--audio_s must be a positive number"),
     (["flops", "encoder_asr", "--type", "EncoderASR", "--audio_s", "0"], "--audio_s must be a positive number"),
     (["flops", "encoder_asr", "--type", "EncoderASR", "--audio_s", "-1"], "--audio_s must be a positive number"),
-    (["flops", "encoder_asr", "--type", "EncoderASR", "--batch_size", "0"], "--batch_size must be at least 1"),
+    (["flops", "encoder_asr", "--type", "EncoderASR", "--batch_size", "0"], "--batch_size must be an integer >= 1"),
     (["flops", "encoder_asr", "--type", "EncoderASR", "--input", "[1, 16]"], "--input is for a module"),
     (["flops", "--depth", "x"], "argument --depth: invalid int value: 'x'"),
 ])
