@@ -45,7 +45,7 @@ BAD_INPUTS = [
     (("overrides: {beam_size: 1}", "overrides: [1]"), "variants[1].overrides must be a mapping"),
     (("measured: 3", "measured: 3\ndevices: gpu"), "devices: 'gpu' is not a device"),
     (("measured: 3", "measured: 3\nenergy: {cpu: yes_please}"), "energy.cpu must be True or False"),
-    (("measured: 3", "measured: 3\nenergy: {meter_log: power.csv}"), "energy.meter_log: cannot read power log"),
+    (("measured: 3", "measured: 3\nenergy: {meter_log: power.csv}"), "power.csv: no such power log"),
     (["--mesured", "3"], "unknown option --mesured (did you mean 'measured'?)"),
 ]
 
