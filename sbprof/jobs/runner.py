@@ -96,11 +96,18 @@ def sigterm_interrupts() -> Iterator[None]:
 class View:
     """The store as a plan sees it (read-only), with the cells retried in this invocation."""
 
-    def __init__(self, store: ResultStore, retry_failed: bool, save_now: Callable[[Callable[[], Records], str], None]):
+    def __init__(self, store: ResultStore, retry_failed: bool,
+                 save_now: Optional[Callable[[Callable[[], Records], str], None]] = None):
         self.store = store
         self.retry_failed = retry_failed
         self.measured: Set[Tuple[Any, ...]] = set()  # cells measured (or retried) in this invocation
-        self.save_now = save_now
+        self._save_now = save_now
+
+    def save_now(self, records: Callable[[], Records], why: str) -> None:
+        """Store ``records()`` now (the runner's, see :meth:`_Run.save_now`); a view without a runner cannot."""
+        if self._save_now is None:
+            raise MeasurementError(f"{why}: nothing can be saved from here (no runner holds the folder)")
+        self._save_now(records, why)
 
     def get(self, cell: Cell) -> Optional[Measurement]:
         return self.store.get(cell)
