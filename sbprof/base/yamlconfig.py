@@ -184,6 +184,30 @@ def load_yaml(path: Union[str, Path], overrides: Optional[Mapping[str, Any]] = N
     return tree
 
 
+def top_level_keys(path: Union[str, Path]) -> List[str]:
+    """The top-level keys of a HyperPyYAML file, read without building anything (no tag runs).
+
+    Example
+    -------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "m.yaml"
+    >>> _ = p.write_text("model: !new:torch.nn.Linear [2, 3]\\nlr: 0.1\\nrun: !apply:os.system ['false']\\n")
+    >>> top_level_keys(p)
+    ['model', 'lr', 'run']
+    """
+    import ruamel.yaml
+
+    text = read_config_text(path)
+    try:
+        check_structure(text, str(path))
+        tree = ruamel.yaml.YAML(typ="rt").load(text)
+    except ruamel.yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+    if not isinstance(tree, Mapping):
+        raise ConfigError(f"{path}: the top level must be a mapping of keys")
+    return [str(k) for k in tree]
+
+
 def check_keys(tree: Any, schema: Dict[str, Any], file: str, prefix: str = "") -> None:
     """Refuse any key not in ``schema`` (recursively), suggesting the closest known one."""
     if not isinstance(tree, Mapping):

@@ -17,6 +17,7 @@ from typing import List, Mapping, Optional, Tuple
 
 from sbprof.base.checks import MAX_COUNT, check_int, nearest
 from sbprof.base.errors import ConfigError
+from sbprof.base.yamlconfig import top_level_keys
 from sbprof.jobs.preamble import Preamble
 from sbprof.models.source import ModelSource
 from sbprof.record.codec import Codec
@@ -76,23 +77,8 @@ def parse_shapes(text: str) -> Tuple[Tuple[int, ...], ...]:
     return tuple(tuple(s) for s in value)
 
 
-def _module_keys(path: Path) -> List[str]:
-    """The top-level keys of a HyperPyYAML file, read without building anything."""
-    from sbprof.base.yamlconfig import read_config_text
-
-    import ruamel.yaml
-
-    try:
-        tree = ruamel.yaml.YAML(typ="rt").load(read_config_text(path))
-    except ruamel.yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
-    if not isinstance(tree, Mapping):
-        raise ConfigError(f"{path}: the top level must be a mapping of keys")
-    return [str(k) for k in tree]
-
-
 def _yaml_source(path: Path, key: Optional[str]) -> ModelSource:
-    keys = _module_keys(path)
+    keys = top_level_keys(path)
     if key is None:
         if "model" not in keys and len(keys) != 1:
             raise ConfigError(f"{path}: name the module with --key (top-level keys: {', '.join(keys) or 'none'})")

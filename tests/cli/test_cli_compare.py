@@ -43,6 +43,9 @@ BAD_INPUTS = [
     (("      source: encoder_asr\n      type: EncoderASR", "      yaml: none.yaml\n      module: m"),
      "variants[0].yaml: no such file"),
     (("overrides: {beam_size: 1}", "overrides: [1]"), "variants[1].overrides must be a mapping"),
+    # Before: caught only when the worker loaded the model (exit 1, an error record written)
+    (("overrides: {beam_size: 1}", "overrides: {beam_szie: 1}"), "variants[1].overrides: 'beam_szie' is not a "
+                                                                 "hyperparameter of "),
     (("measured: 3", "measured: 3\ndevices: gpu"), "devices: 'gpu' is not a device"),
     (("measured: 3", "measured: 3\nenergy: {cpu: yes_please}"), "energy.cpu must be True or False"),
     (("measured: 3", "measured: 3\nenergy: {meter_log: power.csv}"), "power.csv: no such power log"),
