@@ -345,7 +345,7 @@ def _run_locked(plan: Plan, folder: Path, retry_failed: bool, progress_bar: bool
                     break
                 started = time.monotonic()
                 stored = run.records(step) if isinstance(step, Records) else run.batch(step)
-                if isinstance(step, Batch):
+                if isinstance(step, Batch) and stored:  # a batch that had nothing left to measure ran nothing
                     budget.took(time.monotonic() - started)
                 changed = changed or stored
                 if render is not None and stored and isinstance(step, Batch):
