@@ -109,6 +109,9 @@ def test_help_lists_compare_as_an_alias_of_gate(capsys):
 
 @pytest.mark.parametrize("argv, expected", [
     (["--threshold", "5"], "--threshold 5: give a percentage (5%) or a fraction (0.05)"),
+    # Before, argparse took "-5%" for an option: "expected one argument"
+    (["--threshold", "-5%"], "--threshold -5%: the smallest increase that counts is never negative"),
+    (["--confidence", "-0.9"], "confidence must be in [0.5, 1), got -0.9"),
     (["--metric", "speed"], "metric must be one of rtf, peak_memory"),
     (["--confidence", "1.5"], "confidence must be in [0.5, 1), got 1.5"),
     (["--cpu", "Other"], "different hardware"),
