@@ -322,3 +322,17 @@ def check_preamble(tree: Mapping[str, Any], where: str, run_options: Optional[Ma
         retry_failed=bool(options.get("retry_failed", False)),
         warnings=tuple(warnings),
     )
+
+
+def check_run_options(options: Dict[str, Any]) -> None:
+    """The command line's checks of its run options, for :func:`sbprof.run`'s keyword arguments (flags are booleans)."""
+    for key, value in options.items():
+        if key in FLAGS:
+            if not isinstance(value, bool):
+                raise ConfigError(f"run(): {key} is a flag: give True or False, not {value!r}")
+        elif key == "device":
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigError(f"run(): device needs a device (cpu, cuda or cuda:N), got {value!r}")
+        else:
+            raise ConfigError(f"run(): unknown run option {key!r}; the run options are device, "
+                              f"{', '.join(FLAGS)}")

@@ -171,6 +171,9 @@ class _Run:
             self.records(records())
             if self.render is not None:
                 self.outcome.outputs.update(self.render(self.store.snapshot()))
+        except ConfigError as exc:  # e.g. nothing was recorded: the plan says why
+            self.log(f"error: {' '.join(str(exc).split())}")
+            return
         except (SbprofError, OSError) as exc:
             self.log(f"error: {why}, and what it recorded could not be saved: {' '.join(str(exc).split())}")
             return
@@ -379,19 +382,3 @@ def run_config(job: Job, cfg: Any, log: Callable[[str], None] = print) -> Outcom
                    render=lambda results: reports(job, results, pre.output_folder), derive=job.derive,
                    summarise=lambda results: summary_block(job, results), log=log,
                    time_budget_s=pre.time_budget_s, resumes=job.resumes)
-
-
-def check_run_options(options: Dict[str, Any]) -> None:
-    """The command line's checks of its run options, for :func:`sbprof.run`'s keyword arguments (flags are booleans)."""
-    from sbprof.jobs.preamble import FLAGS
-
-    for key, value in options.items():
-        if key in FLAGS:
-            if not isinstance(value, bool):
-                raise ConfigError(f"run(): {key} is a flag: give True or False, not {value!r}")
-        elif key == "device":
-            if not isinstance(value, str) or not value.strip():
-                raise ConfigError(f"run(): device needs a device (cpu, cuda or cuda:N), got {value!r}")
-        else:
-            raise ConfigError(f"run(): unknown run option {key!r}; the run options are device, "
-                              f"{', '.join(FLAGS)}")

@@ -20,6 +20,7 @@ import io
 import os
 import runpy
 import sys
+import threading
 import tokenize
 import traceback
 import types
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Callable, List, NoReturn, Optional
 
 from sbprof.base.errors import ConfigError
+from sbprof.base.inputfiles import what_is_there
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -75,11 +77,12 @@ def check_target(path: Optional[str], module: Optional[str], args: List[str]) ->
     if path is None:
         raise ConfigError("give the SCRIPT.py to run, or -m MODULE")
     file = Path(path)
+    there = what_is_there(file)
+    if there != "a regular file":  # a FIFO would block the read for ever; a link loop is no missing script
+        raise ConfigError(f"{path}: no such script" if there == "nothing" else f"{path}: it is {there}, not a script")
     try:
-        if not file.is_file():
-            raise ConfigError(f"{path}: no such script" if not file.exists() else f"{path}: not a file")
         raw = file.read_bytes()
-    except OSError as exc:  # a link loop, a file it may not read
+    except OSError as exc:  # a file it may not read
         raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     if b"\0" in raw:
         raise ConfigError(f"{path}: not a Python script (it holds NUL bytes: a binary file?)")
@@ -106,20 +109,21 @@ class Ended:
     message: Optional[str] = None  # sys.exit("text"): printed as Python prints it
 
 
-def run_target(target: Target, stop: type, at_exit: Optional[Callable[[int], None]] = None,
+def run_target(target: Target, stop: type, at_exit: Optional[Callable[[int, bool], None]] = None,
                in_child: Optional[Callable[[], None]] = None) -> Ended:
     """Run ``target`` as ``__main__`` (sys.argv and sys.path[0] as Python sets them); ``stop``: sbprof's stop.
 
-    ``at_exit(status)`` runs when the script calls ``os._exit(status)`` in this process, before the process
-    ends; ``in_child()`` runs in each process the script forks, right after the fork (see the module docstring).
+    ``at_exit(status, in_script_thread)`` runs when the script calls ``os._exit(status)`` in this process,
+    before the process ends (``in_script_thread``: from the thread the script runs in, not one it started);
+    ``in_child()`` runs in each process the script forks, right after the fork (see the module docstring).
     """
-    owner, real_exit, running = os.getpid(), os._exit, [True]
+    owner, thread, real_exit, running = os.getpid(), threading.get_ident(), os._exit, [True]
 
     def hard_exit(status: int) -> NoReturn:
         try:
             if at_exit is not None and os.getpid() == owner and running[0]:
                 running[0] = False  # once, whichever thread calls it
-                at_exit(status)
+                at_exit(status, threading.get_ident() == thread)
         finally:
             real_exit(status)
 

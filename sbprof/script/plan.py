@@ -8,11 +8,12 @@ it, ``--render-only``); the plan's one step runs the script under the hooks
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterator, Optional
 
-from sbprof.base.errors import ConfigError
+from sbprof.base.errors import ConfigError, MeasurementError
 from sbprof.jobs.plan import JobPlan, Records, Step, StoreView
 from sbprof.jobs.preamble import Preamble
 from sbprof.record import Cell, Counts, Measurement, MemoryPeak
@@ -82,9 +83,13 @@ class Plan(JobPlan):
             close()
             return self._records(session)
 
-        def at_exit(status: int) -> None:  # the script calls os._exit: nothing after it runs, so save now
+        def elsewhere() -> Records:
+            raise MeasurementError(f"it called os._exit from thread {threading.current_thread().name!r}, and torch's "
+                                   "profiler can be stopped only in the thread the script runs in")
+
+        def at_exit(status: int, in_script_thread: bool) -> None:  # os._exit: nothing after it runs, so save now
             self.ended = Ended("os_exit", status)
-            view.save_now(recorded, f"the script {describe(self.ended)}")
+            view.save_now(recorded if in_script_thread else elsewhere, f"the script {describe(self.ended)}")
 
         hooks.install()
         try:

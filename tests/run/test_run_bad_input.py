@@ -98,3 +98,19 @@ def test_m_finds_a_package_in_the_working_directory_as_python_m_does(tmp_path):
                            "-m", "mypkg.train"], cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr
     assert "from a package" in done.stdout and len(records(tmp_path / "out")["train"]["wall_s"]) == 5
+
+
+def test_counts_past_the_jobs_bound(tmp_path):
+    _refused(sbprof_run(["--output_folder", str(tmp_path / "out"), "--measured", "4294967296", str(LOOP)],
+                        cwd=tmp_path), tmp_path, "--measured must be at most 2,147,483,647, got 4294967296")
+
+
+@pytest.mark.parametrize("kind", ["a symbolic link loop", "a FIFO (named pipe)"])
+def test_a_script_that_is_no_file_is_named_for_what_it_is(tmp_path, kind):
+    """Before, a link loop read "no such script" and a FIFO "not a file"."""
+    import os
+
+    script = tmp_path / "train.py"
+    os.symlink(script.name, script) if "link" in kind else os.mkfifo(script)
+    _refused(sbprof_run(["--output_folder", str(tmp_path / "out"), "train.py"], cwd=tmp_path), tmp_path,
+             f"train.py: it is {kind}, not a script")

@@ -67,3 +67,22 @@ def test_a_forked_child_never_writes_the_parents_results_and_os_exit_keeps_what_
     assert "sbprof: note: the script left by os._exit(5)" in done.stderr
     assert f"sbprof: report.md: {out / 'report.md'}" in done.stderr
     assert "left by os._exit(5)" in (out / "report.md").read_text() and _stray(out) == []
+
+
+def test_os_exit_from_a_thread_of_the_script_says_why_nothing_is_saved(tmp_path):
+    """torch's profiler can be stopped only in the thread that runs the script: saving from the thread that
+    called os._exit crashed the process (SIGSEGV in the trace's export). It says why instead, and gives the held
+    space back."""
+    script = tmp_path / "thread_exit.py"
+    script.write_text("import os, threading, torch\nm = torch.nn.Linear(4, 1)\n"
+                      "o = torch.optim.SGD(m.parameters(), lr=0.1)\nfor _ in range(5):\n"
+                      "    loss = m(torch.randn(2, 4)).sum(); o.zero_grad(); loss.backward(); o.step()\n"
+                      "t = threading.Thread(target=lambda: os._exit(4), name='quitter'); t.start(); t.join()\n")
+    out = tmp_path / "out"
+    done = sbprof_run(["--output_folder", str(out), str(script)], cwd=tmp_path)
+    assert done.returncode == 4, done.stderr
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("sbprof: error:")]
+    assert line == ("sbprof: error: the script left by os._exit(4), and what it recorded could not be saved: it "
+                    "called os._exit from thread 'quitter', and torch's profiler can be stopped only in the thread "
+                    "the script runs in")
+    assert _stray(out) == [] and not (out / "results.json").exists()
