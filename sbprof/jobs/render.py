@@ -61,8 +61,10 @@ def reports(job: Job, results: Results, folder: Union[str, Path]) -> Dict[str, P
     try:
         files = job.render(job.analyse(results))
     except ConfigError as exc:
-        where = str(Path(folder) / RESULTS_FILE)
-        raise (exc if where in str(exc) else ConfigError(f"{where}: {exc}")) from None
+        where, said = str(Path(folder) / RESULTS_FILE), str(exc)
+        if where in said:
+            raise
+        raise ConfigError(f"{where}: {said.removeprefix(RESULTS_FILE + ': ')}") from None  # the file named once
     try:
         return write_files(files, folder)
     except OSError as exc:
