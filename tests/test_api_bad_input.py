@@ -68,3 +68,19 @@ def test_run_checks_its_options_as_the_command_line_does(tmp_path, monkeypatch, 
         sbprof.run("profile", config, **options)
     assert str(caught.value) == message
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("job", ["profile", "compare-models", "train", "stream", "transducer"])
+def test_api_errors_speak_of_the_api_not_of_a_command_line(tmp_path, job, monkeypatch):
+    """Before: a mapping given as the configuration was printed as a file name ("{'seed': 1}: no such
+    configuration file"), and an unknown key of overrides= was the "command line"'s."""
+    from helpers.fake_interfaces import use_test_environment
+
+    use_test_environment(monkeypatch, tmp_path / "models")
+    with pytest.raises(ConfigError, match=r"^a configuration is a YAML file: give its path, not a dict "
+                                          r"\({'seed': 1}\); keys to change go in overrides=$"):
+        sbprof.run(job, {"seed": 1})
+    config = argv_of(job, tmp_path, tmp_path / "out")[0]
+    with pytest.raises(ConfigError, match=r"^overrides=: unknown key 'sed' \(did you mean 'seed'\?\)"):
+        sbprof.run(job, config, overrides={"sed": 3})
+    assert not (tmp_path / "out").exists()

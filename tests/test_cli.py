@@ -84,8 +84,8 @@ def test_empty_or_list_yaml(tmp_path, capsys, text, expected):
 
 
 @pytest.mark.parametrize("folder, expected", [
-    ("file", "exists and is not a folder"), ("file/sub", "a part of its path is a file"),
-    ("/dev/null", "exists and is not a folder")])
+    ("file", "exists and is a regular file, not a folder"), ("file/sub", "a part of its path is a file"),
+    ("/dev/null", "exists and is a character device, not a folder")])
 def test_output_folder_that_cannot_hold_results(tmp_path, capsys, folder, expected):
     (tmp_path / "file").write_text("x")
     path = _busy_yaml(tmp_path, 0.01, lengths=[0.5], batch_sizes=[1])

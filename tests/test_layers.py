@@ -23,7 +23,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "sbprof"
 
 LAYERS = {
-    0: ("sbprof.base", "sbprof.record", "sbprof.analysis"),
+    0: ("sbprof.base", "sbprof.record", "sbprof.analysis", "sbprof.errors"),  # errors: base's, for one release
     1: ("sbprof.measuring", "sbprof.models", "sbprof.results", "sbprof.workers", "sbprof.cluster"),
     2: ("sbprof.report", "sbprof.jobs", "sbprof.decorators", "sbprof.distributed", "sbprof.sweep", "sbprof.compare_models",
         "sbprof.train", "sbprof.transducer", "sbprof.counts", "sbprof.stream", "sbprof.script"),

@@ -24,6 +24,30 @@ def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
+def what_is_there(path: Union[str, Path]) -> str:
+    """What ``path`` is, in words, never following a link that leads nowhere: ``a folder``, ``a regular file``,
+    ``a FIFO (named pipe)``..., ``a symbolic link loop``, ``a symbolic link to X, which does not exist`` or
+    ``nothing``.
+
+    Example
+    -------
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp(); os.symlink(os.path.join(d, "loop"), os.path.join(d, "loop"))
+    >>> what_is_there(d), what_is_there(os.path.join(d, "loop")), what_is_there(os.path.join(d, "none"))
+    ('a folder', 'a symbolic link loop', 'nothing')
+    """
+    try:
+        return "a regular file" if stat.S_ISREG(mode := os.stat(path).st_mode) else _kind(mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symbolic link loop"
+        if os.path.islink(path):
+            return f"a symbolic link to {os.readlink(path)!r}, which does not exist"
+        if exc.errno == errno.ENOENT:
+            return "nothing"
+        return f"unreadable ({exc.strerror or exc})"
+
+
 def read_input_file(path: Union[str, Path], max_bytes: int, noun: str) -> bytes:
     """The bytes of the regular file ``path``; one :class:`ConfigError` line naming ``path`` for anything else.
 

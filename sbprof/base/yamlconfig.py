@@ -44,6 +44,9 @@ def read_config_text(path: Union[str, Path]) -> str:
     ...
     sbprof.base.errors.ConfigError: ...c.yaml: not UTF-8 text (byte 0xe9 at position 13); save it as UTF-8
     """
+    if not isinstance(path, (str, os.PathLike)):  # e.g. the configuration's keys given to sbprof.run as a dict
+        raise ConfigError(f"a configuration is a YAML file: give its path, not a {type(path).__name__} "
+                          f"({str(path)[:60]}); keys to change go in overrides=")
     file = str(path)
     raw = read_input_file(path, MAX_CONFIG_BYTES, "configuration file")
     try:
@@ -179,6 +182,30 @@ def load_yaml(path: Union[str, Path], overrides: Optional[Mapping[str, Any]] = N
     for key_path, value in replaced:
         _replace(tree, key_path, value, file)
     return tree
+
+
+def top_level_keys(path: Union[str, Path]) -> List[str]:
+    """The top-level keys of a HyperPyYAML file, read without building anything (no tag runs).
+
+    Example
+    -------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "m.yaml"
+    >>> _ = p.write_text("model: !new:torch.nn.Linear [2, 3]\\nlr: 0.1\\nrun: !apply:os.system ['false']\\n")
+    >>> top_level_keys(p)
+    ['model', 'lr', 'run']
+    """
+    import ruamel.yaml
+
+    text = read_config_text(path)
+    try:
+        check_structure(text, str(path))
+        tree = ruamel.yaml.YAML(typ="rt").load(text)
+    except ruamel.yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+    if not isinstance(tree, Mapping):
+        raise ConfigError(f"{path}: the top level must be a mapping of keys")
+    return [str(k) for k in tree]
 
 
 def check_keys(tree: Any, schema: Dict[str, Any], file: str, prefix: str = "") -> None:

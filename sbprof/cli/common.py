@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Dict, NoReturn
+from typing import Dict, NoReturn, Optional, TextIO
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -19,10 +19,10 @@ def error(message: str) -> None:
     print(f"sbprof: error: {' '.join(str(message).split())}", file=sys.stderr)
 
 
-def print_outputs(outputs: Dict[str, Path]) -> None:
-    """One ``name: path`` line per file a command wrote."""
+def print_outputs(outputs: Dict[str, Path], file: Optional[TextIO] = None) -> None:
+    """One ``name: path`` line per file a command wrote (on ``file``; standard output as it is when called)."""
     for name, path in outputs.items():
-        print(f"{name}: {path}")
+        print(f"{name}: {path}", file=file or sys.stdout)
 
 
 class Parser(argparse.ArgumentParser):

@@ -81,10 +81,12 @@ def main(name: str, argv: List[str], prog: str) -> int:
     from sbprof.jobs.runner import run_config
 
     pre = cfg.preamble
+    # With --json, standard output holds the JSON alone: every status line goes to standard error.
+    status = sys.stderr if getattr(cfg, "json", False) else sys.stdout
     for warning in pre.warnings:
-        print(f"warning: {warning}")
+        print(f"warning: {warning}", file=status)
     try:
-        outcome = run_config(entry, cfg)
+        outcome = run_config(entry, cfg, log=lambda line: print(line, file=status))
     except KeyboardInterrupt:
         error(f"interrupted; finished records are kept in {pre.output_folder}; run the same command to resume")
         return EXIT_INTERRUPTED
@@ -97,8 +99,8 @@ def main(name: str, argv: List[str], prog: str) -> int:
     shown = entry.show(cfg, outcome) if entry.show is not None else None
     if shown is not None:
         print(shown)
-    print(outcome.describe(entry.noun))
-    print_outputs({**outcome.outputs, "results": outcome.results})
+    print(outcome.describe(entry.noun), file=status)
+    print_outputs({**outcome.outputs, "results": outcome.results}, file=status)
     if outcome.all_failed:
         error(f"every {entry.noun} measured in this run failed; the first: {outcome.first_failure}")
         return EXIT_FAILED

@@ -107,4 +107,6 @@ def parse_command_line(argv: Sequence[str], keys: Sequence[str], flags: Sequence
             raise ConfigError(f"command line: unknown option --{key}{nearest(key, list(keys) + list(flags) + list(values))}; "
                               f"YAML keys: {', '.join(keys)}")
         i += 1
-    return path, overrides, options
+    from sbprof.jobs.preamble import CommandLineOverrides
+
+    return path, CommandLineOverrides(overrides), options

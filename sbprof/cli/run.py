@@ -44,7 +44,7 @@ def main(argv: List[str], prog: str = "sbprof run") -> int:
         return reports(entry, results, folder)
     try:
         outcome = run_job(plan, folder, progress_bar=False, render=render,
-                          summarise=lambda results: summary_block(entry, results), log=log)
+                          summarise=lambda results: summary_block(entry, results), log=log, resumes=entry.resumes)
     except (ConfigError, FolderInUse) as exc:
         if created:
             shutil.rmtree(folder, ignore_errors=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 from sbprof.base.errors import ConfigError, SbprofError
 from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, Parser, error, print_outputs
@@ -40,9 +40,33 @@ def parse_threshold(text: str) -> float:
         value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
     except ValueError:
         raise ConfigError(f"--threshold {text}: give a percentage (5%) or a fraction (0.05)") from None
-    if not 0 <= value <= 1 or (not text.endswith("%") and value >= 1):
+    if value < 0:
+        raise ConfigError(f"--threshold {text}: the smallest increase that counts is never negative: give a "
+                          "percentage (5%) or a fraction (0.05)")
+    if not value <= 1 or (not text.endswith("%") and value >= 1):
         raise ConfigError(f"--threshold {text}: give a percentage (5%) or a fraction (0.05)")
     return value
+
+
+def joined_values(argv: List[str], options: Tuple[str, ...]) -> List[str]:
+    """``--option value`` as ``--option=value`` for ``options``: a value that starts with ``-`` (``-5%``) is then
+    the option's value, which argparse would otherwise take for an option of its own.
+
+    Example
+    -------
+    >>> joined_values(["a", "b", "--threshold", "-5%", "--within-run"], ("--threshold",))
+    ['a', 'b', '--threshold=-5%', '--within-run']
+    """
+    out: List[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] in options and i + 1 < len(argv):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
 
 
 def merge(argv: List[str], prog: str) -> int:
@@ -195,7 +219,7 @@ def gate(argv: List[str], prog: str) -> int:
                         help="judge cells with fewer than 4 runs a side from their calls as if independent "
                              "(labelled WITHIN-RUN; expect false alarms)")
     parser.add_argument("--any-machine", action="store_true", help="compare results from different hardware")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(joined_values(argv, ("--threshold", "--metric", "--confidence", "--statistic")))
     from sbprof.analysis.gate import gate as run_gate
     from sbprof.report.gate import render_gate
     from sbprof.results import load_results

@@ -47,6 +47,8 @@ class Handlers:
     note: Callable[[str], None]
     fail_rest: Callable[[str], None]
     """Every item without a record yet becomes an ``error`` record with this message."""
+    over: Callable[[], None] = lambda: None
+    """The batch is over (its worker or node is done): a batch saved whole is saved now."""
 
 
 class LocalExecutor:
@@ -69,6 +71,7 @@ class LocalExecutor:
             # This worker cannot do its items (a model that does not load, an interpreter that does not start):
             # each remaining item is an error record, and the run goes on with the other batches.
             handlers.fail_rest(str(exc))
+        handlers.over()
         return True
 
     def wait(self) -> bool:
@@ -126,6 +129,7 @@ class Ticket:
             self.stopped = str(event.get("signal") or "a signal")
         elif kind == "end":
             self.ended = True
+            self.handlers.over()
 
     def give_up(self, why: str) -> None:
         """Every cell still without a record becomes an error record saying ``why``."""
@@ -133,6 +137,7 @@ class Ticket:
             self.ended = True
             self.records += 1
             self.handlers.fail_rest(why)
+            self.handlers.over()
 
 
 @dataclass

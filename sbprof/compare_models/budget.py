@@ -18,7 +18,9 @@ repository is found again from another clone or folder.
 
 Nothing is touched before every option is checked (:func:`check_options`).
 Then the baselines folder's lock is taken (a second process waits, and then
-finds the baseline the first one recorded); a new baseline is measured into
+finds the baseline the first one recorded), except for a plain check in a
+folder that cannot be written (a read-only checkout in CI): nothing can
+change its baseline, so it needs no lock. A new baseline is measured into
 ``<baseline_dir>/.<name>.new`` and swapped in only once every run
 succeeded, so a failure or Ctrl-C leaves the stored baseline as it was.
 """
@@ -192,13 +194,37 @@ def check_budget(name: str, variant: Mapping[str, Any], baseline_dir: Union[str,
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"baselines folder {str(root)!r} cannot be made: {exc.strerror or exc}") from None
-    with FolderLock(root, wait=True):
+    if not update and (stored / RESULTS_FILE).is_file() and not _writable(root):
+        # A read-only checkout (in CI): nothing can change the baseline meanwhile, so a check needs no lock.
+        return _check(tree, name, stored, metric, threshold, confidence, statistic)
+    try:
+        lock = FolderLock(root, wait=True)
+        lock.acquire()
+    except OSError as exc:
+        what = "record a new baseline" if update or stored.exists() else "record the first baseline"
+        raise ConfigError(f"baselines folder {str(root)!r} cannot be written ({exc.strerror or exc}): cannot {what} "
+                          f"of budget {name!r} there; give a writable folder (--sbprof-baselines DIR), or check "
+                          "against a baseline already stored (without --sbprof-update-baselines)") from None
+    try:
         old = root / f".{name}.old"
         if old.exists() and not stored.exists():  # a run killed between the two renames of a swap
             os.rename(old, stored)
         if update or not (stored / RESULTS_FILE).is_file():
             return _record(tree, name, stored, runs)
         return _check(tree, name, stored, metric, threshold, confidence, statistic)
+    finally:
+        lock.release()
+
+
+def _writable(folder: Path) -> bool:
+    """Whether a file can be made in ``folder`` (a read-only mount or a folder not ours cannot)."""
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".sbprof-probe.", dir=folder)
+    except OSError:
+        return False
+    os.close(fd)
+    os.unlink(probe)
+    return True
 
 
 def _check(tree: Mapping[str, Any], name: str, stored: Path, metric: str, threshold: float, confidence: float,

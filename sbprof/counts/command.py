@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 from sbprof.analysis.counts import analyse
-from sbprof.base.checks import nearest
+from sbprof.base.checks import check_int, nearest
 from sbprof.base.errors import ConfigError
 from sbprof.jobs.job import ArgumentParser, Invocation, Job, written_report
 from sbprof.report.counts import render
@@ -143,8 +143,7 @@ def load_config(command: str, source: Mapping[str, Any], overrides: Optional[Map
                               **({"device": run_options["device"]} if "device" in run_options else {})})
     if args["target"] is None:
         raise ConfigError(f"sbprof {command}: give the TARGET to count (a local model, a folder or a YAML file)")
-    if args["depth"] < 0:
-        raise ConfigError(f"--depth must be at least 0, got {args['depth']}")
+    check_int(args["depth"], "--depth", 0)
     target = args["target"]
     model = resolve_target(target, args["type"], args["key"])
     options: Dict[str, Any] = {}
@@ -158,12 +157,12 @@ def load_config(command: str, source: Mapping[str, Any], overrides: Optional[Map
         options = dict(input=parse_shapes(text) if text else None, audio_s=float(args["audio_s"]),
                        batch_size=args["batch_size"], backward=args["backward"])
     if command == "modules":
-        if args["steps"] < 1:
-            raise ConfigError(f"--steps must be at least 1, got {args['steps']}")
+        check_int(args["steps"], "--steps", 1)
         options.update(select=tuple(args["select"]), steps=args["steps"], memory=args["memory"])
     default = str(Path("results") / command / Path(target).stem)
     preamble = Preamble(devices=check_devices(args["device"], "--device"), cpu_threads=(DEFAULT_THREADS,),
-                        cuda_threads=DEFAULT_THREADS, seed=args.get("seed", 1234), warmup=0, measured=1,
+                        cuda_threads=DEFAULT_THREADS, warmup=0, measured=1,
+                        seed=check_int(args.get("seed", 1234), "--seed", 0, maximum=2**32 - 1),
                         repeats=Repeats(runs=1),
                         output_folder=check_output_folder(args["output_folder"], "--output_folder", default),
                         progress_bar=False, retry_failed=bool(run_options.get("retry_failed", False)))

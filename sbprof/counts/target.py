@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Mapping, Optional, Tuple
 
-from sbprof.base.checks import nearest
+from sbprof.base.checks import MAX_COUNT, check_int, nearest
 from sbprof.base.errors import ConfigError
+from sbprof.base.yamlconfig import top_level_keys
 from sbprof.jobs.preamble import Preamble
 from sbprof.models.source import ModelSource
 from sbprof.record.codec import Codec
@@ -70,26 +71,14 @@ def parse_shapes(text: str) -> Tuple[Tuple[int, ...], ...]:
             for s in value)):
         raise ConfigError(f"--input {text!r} must be a shape like [4, 100, 80] or a list of shapes of positive "
                           "integers")
+    too_large = [v for s in value for v in s if v > MAX_COUNT]
+    if too_large:  # torch takes it, only to fail inside the worker (an overflow), as the jobs' sizes would
+        raise ConfigError(f"--input {text!r}: a size must be at most {MAX_COUNT:,}, got {too_large[0]:,}")
     return tuple(tuple(s) for s in value)
 
 
-def _module_keys(path: Path) -> List[str]:
-    """The top-level keys of a HyperPyYAML file, read without building anything."""
-    from sbprof.base.yamlconfig import read_config_text
-
-    import ruamel.yaml
-
-    try:
-        tree = ruamel.yaml.YAML(typ="rt").load(read_config_text(path))
-    except ruamel.yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
-    if not isinstance(tree, Mapping):
-        raise ConfigError(f"{path}: the top level must be a mapping of keys")
-    return [str(k) for k in tree]
-
-
 def _yaml_source(path: Path, key: Optional[str]) -> ModelSource:
-    keys = _module_keys(path)
+    keys = top_level_keys(path)
     if key is None:
         if "model" not in keys and len(keys) != 1:
             raise ConfigError(f"{path}: name the module with --key (top-level keys: {', '.join(keys) or 'none'})")
@@ -125,8 +114,7 @@ def resolve_target(target: str, type_name: Optional[str], key: Optional[str]) ->
 
 
 def check_audio(audio_s: float, batch_size: int) -> None:
-    """An interface's batch: a positive finite length and batch size."""
-    if not (isinstance(audio_s, float) and math.isfinite(audio_s) and audio_s > 0):
-        raise ConfigError(f"--audio_s must be a positive number of seconds, got {audio_s}")
-    if batch_size < 1:
-        raise ConfigError(f"--batch_size must be at least 1, got {batch_size}")
+    """An interface's batch: a positive finite length and batch size, within the jobs' bounds."""
+    if not (isinstance(audio_s, float) and math.isfinite(audio_s) and 0 < audio_s <= MAX_COUNT):
+        raise ConfigError(f"--audio_s must be a positive number of seconds up to {MAX_COUNT:,}, got {audio_s}")
+    check_int(batch_size, "--batch_size", 1)

@@ -53,6 +53,9 @@ class RecordingProfiler(tprof.profile):
         self.step_items: Optional[int] = None  # set by a hook before a step: utterances in its batch
         self.step_audio_s: Optional[float] = None  # and its seconds of audio
         self.lock = threading.RLock()  # calls from several threads run one after the other
+        self.thread: Optional[int] = None  # the thread whose calls are this profiler's steps (its first caller's)
+        self.thread_name = ""
+        self.other_thread_calls = 0  # calls from other threads, run unprofiled
         self._sessions: List[Any] = []
         self._views: List[SessionView] = []
         self._recording = False  # a scheduled profiler's torch recording is on
@@ -74,6 +77,22 @@ class RecordingProfiler(tprof.profile):
     def selects(self, step: str) -> bool:
         """Whether steps of this name are profiled (the selection applies to a Brain's stages only)."""
         return self.selected_steps is None or step not in BRAIN_STAGES or step in self.selected_steps
+
+    def from_other_thread(self) -> bool:
+        """Whether this call comes from another thread than the first caller's. Torch's profiler records only
+        the thread that started it, so such a call runs unprofiled and is no step: counted, and said once."""
+        me = threading.current_thread()
+        if self.thread is None:
+            self.thread, self.thread_name = me.ident, me.name
+        if me.ident == self.thread:
+            return False
+        if not self.other_thread_calls:
+            warnings.warn(f"sbprof: a profiled function or method was called from thread {me.name!r}, but its steps "
+                          f"are the calls of thread {self.thread_name!r} (its first caller): torch's profiler records "
+                          "only the thread that started it, so calls from other threads run unprofiled and are not "
+                          "steps; profile it from one thread", stacklevel=4)
+        self.other_thread_calls += 1
+        return True
 
     # ------------------------------------------------------------ sessions
 

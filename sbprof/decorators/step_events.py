@@ -44,6 +44,14 @@ class StepReader(RecordingProfiler):
         return self._views
 
     def _nothing_recorded(self) -> MeasurementError:
+        error = self._nothing_recorded_yet()
+        if self.other_thread_calls:
+            error = MeasurementError(f"{error}; {self.other_thread_calls} call(s) from threads other than "
+                                     f"{self.thread_name!r} (the first caller) ran unprofiled, as torch's profiler "
+                                     "records only the thread that started it: profile it from one thread")
+        return error
+
+    def _nothing_recorded_yet(self) -> MeasurementError:
         if self.has_schedule:
             counts = dict(self.stage_steps) or {SHARED_KEY: 0}
             parts = []

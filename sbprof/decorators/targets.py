@@ -11,7 +11,10 @@
   recording, a kept one is ended first and its next call starts anew.)
 - Calls from several threads at once run one after the other (a lock per
   profiled function or instance, as :func:`sbprof.measure` has): the steps
-  of one profiler never overlap.
+  of one profiler never overlap. Torch's profiler records only the thread
+  that started it, so a profiler's steps are the calls of one thread, its
+  first caller's: a call from another thread runs unprofiled, is no step,
+  and is said once (a warning) and counted (``other_thread_calls``).
 - An instance (``Brain``, pretrained interface, ``nn.Module``): its step
   methods are wrapped in place, each call one step; nested hooked calls
   (``transcribe_batch`` calling ``encode_batch``) count once.
@@ -174,6 +177,9 @@ def profile_function(func: Callable, options: Options) -> Callable:
             if section is not None:
                 section.attach(prof)
         wrapper.profiler = prof  # visible inside the call, for sbprof.step()
+        if prof.from_other_thread():
+            result = func(*args, **kwargs)
+            return prof if result is None else result
         ACTIVE.append(prof)
         try:
             prof.start()
@@ -228,7 +234,7 @@ def _hook_step(prof: StepProfiler, method: Callable, name: str, session: bool, b
             return step_call(*args, **kwargs)
 
     def step_call(*args: Any, **kwargs: Any) -> Any:
-        if prof.hook_depth > 0:  # a hooked method called from another one: one step, not two
+        if prof.hook_depth > 0 or prof.from_other_thread():  # a hooked call inside another counts once
             return method(*args, **kwargs)
         step = _brain_step(name, args, kwargs) if brain else name
         if sessions and step in BRAIN_STAGES and step not in SESSION_STAGES[sessions[0]]:

@@ -74,7 +74,11 @@ def rank_records(rank: RankFile) -> Dict[str, Measurement]:
     """A rank file's records by section, each saying how the rank ended (``extra["rank"]["end"]``)."""
     out = {}
     for section, d in rank.records.items():
-        m = Measurement.from_dict(d)
+        try:
+            m = Measurement.from_dict(d)
+        except ConfigError as exc:  # named by file and line, as a results file's record is
+            line = rank.record_lines.get(section)
+            raise ConfigError(f"{rank.path}: {f'line {line}: ' if line else ''}the record of {section!r}: {exc}") from None
         m.extra.setdefault("rank", {})["end"] = (rank.end or {}).get("reason", "")
         out[section] = m
     return out

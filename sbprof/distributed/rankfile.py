@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from sbprof.base.errors import ConfigError
 
@@ -92,6 +92,7 @@ class RankFile:
     torn: bool = False
     steps: Optional[Dict[str, List[Dict[str, Any]]]] = None  # with ``steps=True``: every step line, by section
     comm: Optional[Dict[str, Dict[int, float]]] = None  # with ``steps=True``: communication of each reported step
+    record_lines: Dict[str, int] = field(default_factory=dict)  # section -> the line of its record (for messages)
 
     @property
     def rank(self) -> int:
@@ -105,14 +106,56 @@ class RankFile:
 
 _SKIPPED = (b'{"comm": ',)
 _STEP = b'{"step": '
+MAX_SECONDS = 1e9  # as a results file's figures (sbprof.record.check): more is damage, never a measurement
 
 
 def _parse(raw: bytes) -> Optional[Dict[str, Any]]:
     try:
         obj = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return obj if isinstance(obj, dict) and len(obj) == 1 else None
+
+
+def _whole_step(raw: bytes) -> bool:
+    """Whether a step line reads as written whole, without parsing it: one flat object in an object, ended.
+
+    A line cut short and continued by the next one (a torn write in the middle of a file) has more braces, or
+    does not end as a step line ends; such a line is parsed, and refused if it is broken.
+    """
+    return raw.endswith(b"}}\n") and raw.count(b"{") == 2 and raw.count(b"}") == 2
+
+
+def _seconds(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= MAX_SECONDS
+
+
+def _check_line(kind: str, content: Any, where: str) -> None:
+    """Refuse a line whose content a hand edit or damage broke, naming the file and line (``where``)."""
+    if not isinstance(content, dict):
+        raise ConfigError(f"{where}: a {kind} line must hold a mapping, got {type(content).__name__}")
+    if kind == "header":
+        for key, ok in (("rank", lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**31),
+                        ("world_size", lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v < 2**31),
+                        ("run_id", lambda v: isinstance(v, str))):
+            if not ok(content.get(key)):
+                raise ConfigError(f"{where}: the header's {key} is {content.get(key)!r}, not a "
+                                  f"{'run id' if key == 'run_id' else 'count from ' + ('0' if key == 'rank' else '1')}")
+    elif kind == "record":
+        if not isinstance(content.get("section"), str) or not isinstance(content.get("measurement"), dict):
+            raise ConfigError(f"{where}: a record line holds a section (a name) and a measurement (a mapping)")
+    elif kind == "step":
+        index = content.get("index")
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            raise ConfigError(f"{where}: a step's index must be an integer >= 0, got {index!r}")
+        for key in ("wall_s", "cpu_s", "gap_s", "audio_s", "cuda_s"):
+            if content.get(key) is not None and not _seconds(content[key]):
+                raise ConfigError(f"{where}: a step's {key} must be a number of seconds from 0 to 1e9, got "
+                                  f"{content[key]!r}")
+        if not _seconds(content.get("wall_s")):
+            raise ConfigError(f"{where}: a step line holds its wall_s, seconds from 0 to 1e9")
+        if content.get("utterances") is not None and not (_seconds(content["utterances"])):
+            raise ConfigError(f"{where}: a step's utterances must be a count >= 0, got {content['utterances']!r}")
 
 
 def read_rank_file(path: Union[str, Path], steps: bool = False) -> RankFile:
@@ -121,7 +164,9 @@ def read_rank_file(path: Union[str, Path], steps: bool = False) -> RankFile:
     Step lines are only skimmed (the last whole one says where the rank was last seen) and communication
     lines skipped: the records hold the figures, so reading costs little more than the records themselves.
     With ``steps=True`` every step and communication line is kept too (:attr:`RankFile.steps`,
-    :attr:`RankFile.comm`): the figures of a rank that died before writing its records.
+    :attr:`RankFile.comm`): the figures of a rank that died before writing its records. Every line read is
+    checked for sense (a negative step time, a header's world size...), and a line broken anywhere but at
+    the end (where a kill tears it) is refused: one line naming the file and the line.
 
     Raises
     ------
@@ -131,17 +176,18 @@ def read_rank_file(path: Union[str, Path], steps: bool = False) -> RankFile:
     path = Path(path)
     keep = steps
     out: Optional[RankFile] = None
-    steps: List[bytes] = []  # type: ignore[no-redef]  # the last two step lines (the last may be torn)
+    steps: List[Tuple[int, bytes]] = []  # type: ignore[no-redef]  # the last two step lines (the last may be torn)
     all_steps: Dict[str, List[Dict[str, Any]]] = {}
     comm: Dict[str, Dict[int, float]] = {}
     with open_regular(path) as f:
         lines = iter(enumerate(f, 1))
         for number, raw in lines:
-            if raw.startswith(_STEP) and out is not None:
-                steps = steps[-1:] + [raw]
+            if raw.startswith(_STEP) and out is not None and (_whole_step(raw) or not raw.endswith(b"\n")):
+                steps = steps[-1:] + [(number, raw)]
                 if keep:
                     parsed = _parse(raw)
                     if parsed is not None and isinstance(parsed.get("step"), dict):
+                        _check_line("step", parsed["step"], f"{path}: line {number}")
                         all_steps.setdefault(str(parsed["step"].get("section")), []).append(parsed["step"])
                 continue
             if raw.startswith(_SKIPPED) and out is not None:
@@ -158,27 +204,40 @@ def read_rank_file(path: Union[str, Path], steps: bool = False) -> RankFile:
                     if out is not None:
                         out.torn = True
                     continue
-                raise ConfigError(f"{path}: line {number} is not a rank-file line")
+                raise ConfigError(f"{path}: line {number} is not a rank-file line (cut short, or edited)")
             (kind, content), = obj.items()
+            where = f"{path}: line {number}"
             if out is None:
-                if kind != "header" or content.get("format") != FORMAT:
+                if kind != "header" or not isinstance(content, dict) or content.get("format") != FORMAT:
                     raise ConfigError(f"{path}: not an sbprof rank file (its first line is no {FORMAT} header)")
-                if content.get("version", 0) > VERSION:
+                version = content.get("version", 0)
+                if not isinstance(version, int) or isinstance(version, bool):
+                    raise ConfigError(f"{where}: rank file version {version!r} is not a version number")
+                if version > VERSION:
                     raise ConfigError(f"{path}: written by a newer sbprof (rank file version "
                                       f"{content.get('version')}); this sbprof reads version {VERSION}")
+                _check_line("header", content, where)
                 out = RankFile(path, content)
-            elif kind == "record":
-                out.records[content["section"]] = content["measurement"]
-            elif kind == "end":
-                out.end = content
+            elif kind in ("record", "end", "step"):
+                _check_line(kind, content, where)
+                if kind == "record":
+                    out.records[content["section"]] = content["measurement"]
+                    out.record_lines[content["section"]] = number
+                elif kind == "end":
+                    out.end = content
+                else:  # a step line that was not skimmed (its section's name holds a brace): read here
+                    steps = steps[-1:] + [(number, raw)]
+                    if keep:
+                        all_steps.setdefault(str(content.get("section")), []).append(content)
     if out is None:
         raise ConfigError(f"{path}: empty rank file (the rank stopped before its first step ended)")
-    for raw in reversed(steps):
+    for number, raw in reversed(steps):
         parsed = _parse(raw)
         if parsed is not None and "step" in parsed:
+            _check_line("step", parsed["step"], f"{path}: line {number}")
             out.last_step = parsed["step"]
             break
-    out.torn = out.torn or (bool(steps) and _parse(steps[-1]) is None)
+    out.torn = out.torn or (bool(steps) and _parse(steps[-1][1]) is None)
     if keep:
         out.steps, out.comm = all_steps, comm
     return out

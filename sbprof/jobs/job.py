@@ -76,6 +76,10 @@ class Job:
         ``WORLD_SIZE`` set): it is one rank of the job, measuring in place.
     noun : str
         What the job's cells are, in its closing line (``cell``, ``point``...).
+    resumes : bool
+        Whether the same command run again goes on where a run stopped (every job's runner resumes, but
+        ``sbprof run``'s script runs once): the advice after a full disk, and whether a folder holding a run
+        is refused.
     """
 
     name: str
@@ -91,6 +95,7 @@ class Job:
     show: Optional[Callable[[Any, Any], Optional[str]]] = None  # (config, runner's Outcome)
     run_rank: Optional[Callable[[Any], int]] = None
     noun: str = "cell"
+    resumes: bool = True
 
     def __post_init__(self) -> None:
         if (self.config_keys is None) == (self.parse is None):

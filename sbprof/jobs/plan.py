@@ -97,6 +97,9 @@ class Batch:
     concurrent : bool
         The plan's next steps, up to its next :class:`Barrier`, do not read this batch's records: an executor
         may run it beside them (on a cluster) instead of waiting for it. Locally every batch runs in turn.
+    whole : bool
+        The batch's records are saved together, in one write, once its worker is done (e.g. a distributed world
+        and its ranks): an interruption never leaves some of them stored, which a resume would take for done.
     """
 
     name: str
@@ -109,6 +112,7 @@ class Batch:
     adds_figures: bool = False
     resumable: bool = True
     concurrent: bool = False
+    whole: bool = False
 
 
 @dataclass
@@ -141,6 +145,10 @@ class StoreView(Protocol):
     def calibration(self) -> List[Measurement]: ...
 
     def retried(self, cell: Cell) -> bool: ...
+
+    def save_now(self, records: Callable[[], "Records"], why: str) -> None:
+        """Store ``records()`` and render now, for a plan whose process is about to end without returning to the
+        runner (``why``: in words); a failure is one line, never raised."""
 
 
 class Plan(Protocol):

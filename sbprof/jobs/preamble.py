@@ -270,14 +270,27 @@ def check_time_budget(value: Any, where: str) -> Optional[float]:
     return float(value)
 
 
+class CommandLineOverrides(dict):
+    """Overrides given on the command line (``--key value``), named so in messages; any other mapping is
+    :func:`sbprof.run`'s ``overrides=``."""
+
+
 def load_tree(path: Any, overrides: Optional[Mapping[str, Any]], schema: Dict[str, Any]) -> Mapping[str, Any]:
-    """A job's YAML file with the command line's overrides merged in, every key checked against ``schema``.
+    """A job's YAML file with the overrides merged in, every key checked against ``schema``.
 
     One clear line for anything wrong with the file (:func:`sbprof.base.yamlconfig.load_yaml`), an override of an
-    unknown key (named as the command line's), or an unknown key of the file (with a "did you mean").
+    unknown key (named as the command line's, or as ``overrides=`` of :func:`sbprof.run`), or an unknown key of
+    the file (with a "did you mean").
+
+    Example
+    -------
+    >>> load_tree("p.yaml", {"sed": 3}, {"seed": None})
+    Traceback (most recent call last):
+    ...
+    sbprof.base.errors.ConfigError: overrides=: unknown key 'sed' (did you mean 'seed'?); known keys here: seed
     """
     if overrides:
-        check_keys(overrides, schema, "command line")
+        check_keys(overrides, schema, "command line" if isinstance(overrides, CommandLineOverrides) else "overrides=")
     tree = load_yaml(path, overrides)
     check_keys(tree, schema, str(path))
     return tree
@@ -327,3 +340,17 @@ def check_preamble(tree: Mapping[str, Any], where: str, run_options: Optional[Ma
         warnings=tuple(warnings),
         executor=executor,
     )
+
+
+def check_run_options(options: Dict[str, Any]) -> None:
+    """The command line's checks of its run options, for :func:`sbprof.run`'s keyword arguments (flags are booleans)."""
+    for key, value in options.items():
+        if key in FLAGS:
+            if not isinstance(value, bool):
+                raise ConfigError(f"run(): {key} is a flag: give True or False, not {value!r}")
+        elif key == "device":
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigError(f"run(): device needs a device (cpu, cuda or cuda:N), got {value!r}")
+        else:
+            raise ConfigError(f"run(): unknown run option {key!r}; the run options are device, "
+                              f"{', '.join(FLAGS)}")

@@ -7,13 +7,16 @@
 """
 from __future__ import annotations
 
+import errno
 from pathlib import Path
-from typing import Any, Dict, Union
+from typing import Any, Dict, Optional, Union
 
 from sbprof.jobs.job import Job
 from sbprof.record.codec import to_json
-from sbprof.results import Results, StorageError
-from sbprof.results.files import atomic_write
+from sbprof.base.errors import ConfigError
+from sbprof.base.inputfiles import what_is_there
+from sbprof.results import RESULTS_FILE, Results, StorageError
+from sbprof.results.files import DISK_FULL, atomic_write
 
 
 Files = Dict[str, Union[str, bytes]]
@@ -51,11 +54,67 @@ def summary_block(job: Job, results: Results) -> Dict[str, Any]:
 
 
 def reports(job: Job, results: Results, folder: Union[str, Path]) -> Dict[str, Path]:
-    """Analyse ``results`` once, render the job's files from that summary and write them into ``folder``."""
-    files = job.render(job.analyse(results))
+    """Analyse ``results`` once, render the job's files from that summary and write them into ``folder``.
+
+    A record the analysis refuses (a payload a hand edit broke) is named with the file it came from.
+    """
+    try:
+        files = job.render(job.analyse(results))
+    except ConfigError as exc:
+        where, said = str(Path(folder) / RESULTS_FILE), str(exc)
+        if where in said:
+            raise
+        raise ConfigError(f"{where}: {said.removeprefix(RESULTS_FILE + ': ')}") from None  # the file named once
     try:
         return write_files(files, folder)
     except OSError as exc:
+        blocked = in_the_way(Path(folder), files)
+        if blocked is not None:  # named, not taken for a disk's trouble ("File exists", "Not a directory")
+            raise StorageError(f"cannot write the reports in {folder}: {blocked}; move it away, then 'sbprof "
+                               f"{job.name} --render-only {folder}' writes them (results.json keeps every finished "
+                               "record)") from None
         raise StorageError(f"cannot write the reports in {folder}: {exc.strerror or exc}; results.json keeps every "
-                           "finished record: free some space and run the same command again (a run goes on where "
-                           "it stopped, then writes the reports; --render-only writes the reports alone)") from None
+                           f"finished record: {_advice(job, exc, folder)}") from None
+
+
+def in_the_way(folder: Path, names: Files) -> Optional[str]:
+    """What stands where a report goes, in words: a sub-folder's place (``plots/``) taken by a file, a FIFO or a
+    link loop, or a report's own place taken by a folder; ``None`` when nothing does.
+
+    Example
+    -------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp()); _ = (folder / "plots").write_text("x")
+    >>> in_the_way(folder, {"report.md": "", "plots/a.png": b""}) == f"{folder / 'plots'} is a regular file, where a folder of the reports goes"
+    True
+    """
+    for name in names:
+        path = folder / name
+        for part in reversed(path.relative_to(folder).parents[:-1]):
+            there = what_is_there(folder / part)
+            if there not in ("a folder", "nothing"):
+                return f"{folder / part} is {there}, where a folder of the reports goes"
+        there = what_is_there(path)
+        if there == "a folder":
+            return f"{path} is a folder, where a report goes"
+    return None
+
+
+def _advice(job: Job, exc: OSError, folder: Union[str, Path]) -> str:
+    """What to do when the reports could not be written: a full disk is not a read-only folder.
+
+    Example
+    -------
+    >>> import errno
+    >>> from sbprof.script import JOB
+    >>> _advice(JOB, OSError(errno.EROFS, "Read-only file system"), "out")
+    "the folder cannot be written (read-only or not yours): copy it somewhere writable and run 'sbprof run --render-only' on the copy"
+    """
+    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return (f"the folder cannot be written (read-only or not yours): copy it somewhere writable and run "
+                f"'sbprof {job.name} --render-only' on the copy")
+    if exc.errno in DISK_FULL and job.resumes:
+        return ("free some space and run the same command again (a run goes on where it stopped, then writes the "
+                "reports; --render-only writes the reports alone)")
+    fix = "free some space" if exc.errno in DISK_FULL else "once that is fixed"
+    return f"{fix}, 'sbprof {job.name} --render-only {folder}' writes the reports"

@@ -33,7 +33,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 from tqdm import tqdm
 
-from sbprof.base.errors import ConfigError
+from sbprof.base.errors import ConfigError, MeasurementError, SbprofError
+from sbprof.jobs.budget import Budget
 from sbprof.jobs.job import Job
 from sbprof.cluster.executor import Executor, Handlers, LocalExecutor
 from sbprof.jobs.plan import Barrier, Batch, Item, Plan, Records, needs_measuring
@@ -96,11 +97,19 @@ def sigterm_interrupts() -> Iterator[None]:
 class View:
     """The store as a plan sees it (read-only), with the cells retried in this invocation."""
 
-    def __init__(self, store: ResultStore, retry_failed: bool, side_by_side: bool = False):
+    def __init__(self, store: ResultStore, retry_failed: bool, side_by_side: bool = False,
+                 save_now: Optional[Callable[[Callable[[], Records], str], None]] = None):
         self.store = store
         self.retry_failed = retry_failed
         self.side_by_side = side_by_side  # the executor measures a pass's batches side by side (a cluster)
         self.measured: Set[Tuple[Any, ...]] = set()  # cells measured (or retried) in this invocation
+        self._save_now = save_now
+
+    def save_now(self, records: Callable[[], Records], why: str) -> None:
+        """Store ``records()`` now (the runner's, see :meth:`_Run.save_now`); a view without a runner cannot."""
+        if self._save_now is None:
+            raise MeasurementError(f"{why}: nothing can be saved from here (no runner holds the folder)")
+        self._save_now(records, why)
 
     def get(self, cell: Cell) -> Optional[Measurement]:
         return self.store.get(cell)
@@ -122,13 +131,14 @@ class _Run:
     """One invocation's state: the store, its view, the bar and the outcome."""
 
     def __init__(self, plan: Plan, store: ResultStore, outcome: Outcome, retry_failed: bool, progress_bar: bool,
-                 executor: Executor, log: Callable[[str], None]):
+                 executor: Executor, log: Callable[[str], None], render: Optional[Render] = None):
         self.plan = plan
         self.store = store
         self.executor = executor
-        self.view = View(store, retry_failed, executor.side_by_side)
+        self.view = View(store, retry_failed, executor.side_by_side, self.save_now)
         self.outcome = outcome
         self.log = log
+        self.render = render
         already = len(store.records())
         self.bar = tqdm(total=max(1, plan.expected() - already), disable=not progress_bar, dynamic_ncols=True,
                         bar_format="{desc}{n_fmt}/{total_fmt} records|{bar}| [{elapsed}<{remaining}]{postfix}")
@@ -149,11 +159,30 @@ class _Run:
 
     def records(self, step: Records) -> bool:
         for note in step.notes:
-            self.note(note)
+            self.outcome.notes.append(note)
+            self.log(f"note: {note}")
         fresh = [m for m in step.records if step.replace or self.store.get(m.cell) is None]
-        if fresh:
-            self.store.add_many(fresh)
+        if fresh or step.notes:  # one write: on a full disk the space held back saves the records with their notes
+            self.store.add_many(fresh, step.notes)
         return bool(fresh)
+
+    def save_now(self, records: Callable[[], Records], why: str) -> None:
+        """The process ends now without coming back here (the script called ``os._exit``): store ``records()``
+        and render the reports, or say in one line why not; the space held back is given back either way."""
+        try:
+            self.records(records())
+            if self.render is not None:
+                self.outcome.outputs.update(self.render(self.store.snapshot()))
+        except ConfigError as exc:  # e.g. nothing was recorded: the plan says why
+            self.log(f"error: {' '.join(str(exc).split())}")
+            return
+        except (SbprofError, OSError) as exc:
+            self.log(f"error: {why}, and what it recorded could not be saved: {' '.join(str(exc).split())}")
+            return
+        finally:
+            self.store.reserve.release()
+        for name, path in {**self.outcome.outputs, "results": self.store.path}.items():
+            self.log(f"{name}: {path}")
 
     def batch(self, batch: Batch) -> bool:
         """Run ``batch``'s missing items in worker processes, by the executor; True when a record was stored."""
@@ -168,14 +197,19 @@ class _Run:
         return self.executor.run(job, self.handlers(batch, items), batch.concurrent, batch.adds_figures)
 
     def handlers(self, batch: Batch, items: List[Item]) -> Handlers:
-        """What becomes of each answer about ``items`` (the batch's, in the worker's order): saved at once."""
+        """What becomes of each answer about ``items`` (the batch's, in the worker's order): saved at once, or, for
+        a batch saved whole, in one write once it is over."""
         done: Set[int] = set()
         setup: Dict[str, Any] = {}  # what the worker's setup found (e.g. a check), kept in the records of crashes
+        whole: List[Measurement] = []
 
         def keep(index: int, m: Measurement) -> None:
             done.add(index)
             if items[index].calibration:
                 self.store.add_calibration([m])
+                return
+            if batch.whole:
+                whole.append(m)
                 return
             self.store.add(m)
             if not batch.adds_figures:
@@ -196,7 +230,15 @@ class _Run:
                 if index not in done:
                     keep(index, self._failed(batch, items[index], message, setup))
 
-        return Handlers(on_result, on_crash, on_loaded, self.note, fail_rest)
+        def over() -> None:
+            # One write: an interruption before it leaves none of them, and the batch runs again whole.
+            if whole:
+                self.store.add_many(list(whole))
+                for m in whole:
+                    self.made(m)
+                whole.clear()
+
+        return Handlers(on_result, on_crash, on_loaded, self.note, fail_rest, over)
 
     def sent_before(self, sent: Dict[str, Any]) -> Handlers:
         """The handlers of a batch an earlier run sent to a cluster, as the executor kept it (its name, items and
@@ -232,7 +274,7 @@ def run_job(plan: Plan, output_folder: str, *, retry_failed: bool = False, progr
             derive: Optional[Callable[[Measurement], Dict[str, Any]]] = None,
             summarise: Optional[Callable[[Results], Dict[str, Any]]] = None,
             log: Callable[[str], None] = print, time_budget_s: Optional[float] = None,
-            executor: Optional[Executor] = None) -> Outcome:
+            executor: Optional[Executor] = None, resumes: bool = True) -> Outcome:
     """Measure every missing record of ``plan`` into ``output_folder`` (see the module docstring).
 
     Arguments
@@ -257,6 +299,10 @@ def run_job(plan: Plan, output_folder: str, *, retry_failed: bool = False, progr
     executor : optional
         Where the batches run (:mod:`sbprof.cluster.executor`); default: local worker processes, one batch at a
         time, each item stopped past ``timeout_s``.
+    resumes : bool
+        Whether the same command run again goes on where this one stopped (:attr:`sbprof.jobs.job.Job.resumes`).
+        A job that cannot resume (``sbprof run``: a script runs once) refuses a folder that already holds a run,
+        as a folder in use is refused, instead of replacing it.
 
     Raises
     ------
@@ -269,7 +315,7 @@ def run_job(plan: Plan, output_folder: str, *, retry_failed: bool = False, progr
     folder = prepare_output_folder(output_folder)
     try:
         return _run_locked(plan, folder, retry_failed, progress_bar, executor or LocalExecutor(timeout_s), render,
-                           derive, summarise, log, Budget(time_budget_s))
+                           derive, summarise, log, Budget(time_budget_s), resumes)
     except ConfigError:
         # Bad input found only once running (e.g. by the model's worker): a folder this run made and
         # that holds no result goes, so bad input leaves nothing behind.
@@ -294,52 +340,23 @@ def _remove_if_made(folder: Path, created: bool) -> bool:
     return False
 
 
-class Budget:
-    """The run's time budget: whether one more batch fits, from the longest batch so far (none: it fits).
-
-    Example
-    -------
-    >>> b = Budget(10.0, start=0.0)
-    >>> b.took(4.0); b.fits(now=5.0), b.fits(now=7.0)
-    (True, False)
-    >>> Budget(None).fits()
-    True
-    """
-
-    def __init__(self, seconds: Optional[float], start: Optional[float] = None):
-        self.seconds = seconds
-        self.start = time.monotonic() if start is None else start
-        self.longest = 0.0
-
-    def took(self, seconds: float) -> None:
-        self.longest = max(self.longest, seconds)
-
-    def fits(self, now: Optional[float] = None) -> bool:
-        if self.seconds is None:
-            return True
-        elapsed = (time.monotonic() if now is None else now) - self.start
-        return elapsed + self.longest <= self.seconds
-
-    def stopped(self, now: Optional[float] = None) -> str:
-        elapsed = (time.monotonic() if now is None else now) - self.start
-        return (f"time budget: stopped after {elapsed:.0f} s of the {self.seconds:g} s budget (time_budget_s), "
-                f"before a batch that would have ended past it (the longest so far took {self.longest:.0f} s); "
-                "run again to resume")
-
-
 def _run_locked(plan: Plan, folder: Path, retry_failed: bool, progress_bar: bool, executor: Executor,
                 render: Optional[Render], derive: Optional[Callable[[Measurement], Dict[str, Any]]],
                 summarise: Optional[Callable[[Results], Dict[str, Any]]], log: Callable[[str], None],
-                budget: Optional[Budget] = None) -> Outcome:
+                budget: Optional[Budget] = None, resumes: bool = True) -> Outcome:
     with sigterm_interrupts(), FolderLock(folder):
-        store = ResultStore(folder, plan.header(), derive=derive, summarise=summarise)
+        store = ResultStore(folder, plan.header(), derive=derive, summarise=summarise, resumes=resumes)
         # Placeholders (cells a rule skipped) are not results kept from before.
         before = {m.cell.key() for m in store.records() if m.status != "skipped" or m.extra.get("retryable")}
+        if not resumes and (store.records() or store.results.notes):
+            raise ConfigError(f"{folder} already holds a run ({len(store.records())} record(s) in {store.path}); a "
+                              f"run of sbprof {store.results.job} cannot be resumed, so running it again there would "
+                              "replace that run: give another --output_folder, or move that folder away")
         outcome = Outcome(folder=folder, results=store.path)
         store.reserve.require()
         if before:
             log(f"resuming: {len(before)} record(s) already in {store.path}")
-        run = _Run(plan, store, outcome, retry_failed, progress_bar, executor, log)
+        run = _Run(plan, store, outcome, retry_failed, progress_bar, executor, log, render)
         changed = refused = False
         try:
             budget = budget or Budget(None)
@@ -354,7 +371,7 @@ def _run_locked(plan: Plan, folder: Path, retry_failed: bool, progress_bar: bool
                     stored = executor.wait()  # batches sent side by side (a cluster): all in before going on
                 else:
                     stored = run.records(step) if isinstance(step, Records) else run.batch(step)
-                if not isinstance(step, Records):  # a batch, or a cluster's pass of batches side by side
+                if not isinstance(step, Records) and stored:  # a batch (or a cluster's pass) that measured
                     budget.took(time.monotonic() - started)
                 changed = changed or stored
                 if render is not None and stored and not isinstance(step, Records):
@@ -372,6 +389,9 @@ def _run_locked(plan: Plan, folder: Path, retry_failed: bool, progress_bar: bool
             # Also after an interruption: the tables show what was measured so far.
             if render is not None and not refused and store.records() and (changed or not outcome.outputs):
                 outcome.outputs.update(render(store.snapshot()))
+        if store.saved_in_reserve:
+            log(f"note: the disk of {folder} is full: this run's records were saved in the space sbprof held back "
+                f"({store.path})")
         outcome.any_ok = any(m.ok for m in store.records())
         outcome.resumed = len(before - run.view.measured)
         return outcome
@@ -392,20 +412,5 @@ def run_config(job: Job, cfg: Any, log: Callable[[str], None] = print) -> Outcom
                    progress_bar=pre.progress_bar, timeout_s=pre.timeout_s,
                    render=lambda results: reports(job, results, pre.output_folder), derive=job.derive,
                    summarise=lambda results: summary_block(job, results), log=log,
-                   time_budget_s=pre.time_budget_s)
+                   time_budget_s=pre.time_budget_s, resumes=job.resumes)
 
-
-def check_run_options(options: Dict[str, Any]) -> None:
-    """The command line's checks of its run options, for :func:`sbprof.run`'s keyword arguments (flags are booleans)."""
-    from sbprof.jobs.preamble import FLAGS
-
-    for key, value in options.items():
-        if key in FLAGS:
-            if not isinstance(value, bool):
-                raise ConfigError(f"run(): {key} is a flag: give True or False, not {value!r}")
-        elif key == "device":
-            if not isinstance(value, str) or not value.strip():
-                raise ConfigError(f"run(): device needs a device (cpu, cuda or cuda:N), got {value!r}")
-        else:
-            raise ConfigError(f"run(): unknown run option {key!r}; the run options are device, "
-                              f"{', '.join(FLAGS)}")

@@ -27,7 +27,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from sbprof.base.checks import check_int, check_text, nearest
 from sbprof.base.errors import ConfigError
-from sbprof.base.yamlconfig import resolve_path
+from sbprof.base.yamlconfig import resolve_path, top_level_keys
 from sbprof.record.codec import Codec
 
 SOURCE_KEYS = ("source", "type", "method", "args", "overrides", "yaml", "module", "input", "features")
@@ -97,11 +97,15 @@ def _interface(tree: Mapping[str, Any], where: str, base: Path, overrides: Dict[
         if "." not in type_name and type_name != LOCAL_MODELS[source]:
             raise ConfigError(f"{where}.type {type_name!r} does not fit local model {source!r}, built as "
                               f"{LOCAL_MODELS[source]}")
+        from sbprof.models.build import hparams_path
+
+        check_overrides(overrides, hparams_path(source), where)
         return ModelSource(kind="local_model", source=source, **common)
     folder = resolve_path(source, base)
     if folder.is_dir():
         if not (folder / "hyperparams.yaml").is_file():
             raise ConfigError(f"{where}.source folder {str(folder)!r} holds no hyperparams.yaml")
+        check_overrides(overrides, folder / "hyperparams.yaml", where)
         return ModelSource(kind="folder", source=str(folder.resolve()), **common)
     if _HUB_ID.match(source) and not source.startswith((".", "/")):
         return ModelSource(kind="hub", source=source, **common)
@@ -119,6 +123,7 @@ def _module(tree: Mapping[str, Any], where: str, base: Path, overrides: Dict[str
     kind = tree.get("input", "wavs")
     if kind not in MODULE_INPUTS:
         raise ConfigError(f"{where}.input must be one of {', '.join(MODULE_INPUTS)}, got {kind!r}")
+    check_overrides(overrides, path, where)
     features = tree.get("features")
     if kind == "features":
         features = check_int(features, f"{where}.features", 1)
@@ -126,6 +131,30 @@ def _module(tree: Mapping[str, Any], where: str, base: Path, overrides: Dict[str
         raise ConfigError(f"{where}.features is only for input: features")
     return ModelSource(kind="module", yaml=str(path.resolve()), module=key, input=kind, features=features,
                        overrides=overrides)
+
+
+def check_overrides(overrides: Mapping[str, Any], file: Path, where: str) -> None:
+    """Refuse an override of a hyperparameter that ``file`` does not hold, naming it: HyperPyYAML refuses it too,
+    but only when the model loads, in the worker (an error record, exit 1, instead of one line and exit 2).
+
+    Example
+    -------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "hyperparams.yaml"
+    >>> _ = p.write_text("beam_size: 4\\nlm_weight: 0.5\\n")
+    >>> check_overrides({"beam_szie": 1}, p, "c.yaml: variants[0]")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    sbprof.base.errors.ConfigError: c.yaml: variants[0].overrides: 'beam_szie' is not a hyperparameter of .../hyperparams.yaml (did you mean 'beam_size'?); its keys: beam_size, lm_weight
+    """
+    if not overrides:
+        return
+    keys = top_level_keys(file)
+    unknown = [k for k in overrides if str(k) not in keys]
+    if unknown:
+        shown = ", ".join(keys[:20]) + (", ..." if len(keys) > 20 else "")
+        raise ConfigError(f"{where}.overrides: {str(unknown[0])!r} is not a hyperparameter of {file}"
+                          f"{nearest(str(unknown[0]), keys)}; its keys: {shown}")
 
 
 def check_source(tree: Any, where: str, base: Path) -> ModelSource:

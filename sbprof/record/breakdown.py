@@ -17,7 +17,15 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from sbprof.base.errors import ConfigError
-from sbprof.record.codec import Codec, to_json
+from sbprof.record.check import Fields, at_least, check_fields, optional
+from sbprof.record.codec import Codec, from_json, to_json
+
+
+_MS = (optional(at_least(0)), "null or a number of ms from 0 to 1e30")
+ROW_FIELDS: Fields = {"calls": (at_least(0), "a number of calls >= 0"), **dict.fromkeys(
+    ("forward_ms", "backward_ms", "cuda_total_ms", "cuda_forward_ms", "cuda_backward_ms", "cpu_total_ms"), _MS)}
+"""What a row read from a file must hold: a time inside a module is never negative (self times and ``(other)``
+are differences of clocks, and may dip below 0 by a clock's jitter)."""
 
 
 @dataclass
@@ -43,6 +51,16 @@ class ModuleRow(Codec):
     cpu_total_ms: Optional[float] = None
     cpu_self_ms: Optional[float] = None
     memory: Optional[Dict[str, Optional[float]]] = None
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "ModuleRow":
+        """A row from a file, its times checked for sense (:data:`ROW_FIELDS`), naming the row."""
+        if isinstance(d, dict):
+            try:
+                check_fields(d, ROW_FIELDS)
+            except ConfigError as exc:
+                raise ConfigError(f"module row {d.get('label')!r}: {exc}") from None
+        return from_json(cls, d)
 
 
 @dataclass

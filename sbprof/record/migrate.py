@@ -108,9 +108,38 @@ def migrate_results(data: Any, where: str, version: int) -> Dict[str, Any]:
                           f"versions 1 to {version}: upgrade sbprof to read it")
     if found < 2:  # version 1 was the sbprof-sweep-results format, migrated above
         raise ConfigError(f"{where}: results format version {found} is not supported")
+    _refuse_mislabelled(data, found, where)
     if found < 3:
         data = _from_version_2(data)
     return data
+
+
+def _refuse_mislabelled(data: Dict[str, Any], version: int, where: str) -> None:
+    """Refuse a file whose ``version`` says one format while its content is written in the other: read under the
+    wrong version, its job and rules would be taken for others (or a newer file migrated as an old one).
+
+    Example
+    -------
+    >>> _refuse_mislabelled({"job": "sweep", "rules": {}}, 3, "r.json")
+    Traceback (most recent call last):
+    ...
+    sbprof.base.errors.ConfigError: r.json: labelled results format version 3, but its job 'sweep' is written as in version 2 (today 'profile'): its 'version' was edited; set it back to 2
+    """
+    job = data.get("job") if isinstance(data.get("job"), str) else ""
+    rules = data.get("rules") if isinstance(data.get("rules"), dict) else {}
+    if version >= 3:
+        renamed = RULE_NAMES.get(JOB_NAMES.get(job, job), {})
+        old = [f"its job {job!r} is written as in version 2 (today {JOB_NAMES[job]!r})"] if job in JOB_NAMES else []
+        old += [f"its rule {k!r} is written as in version 2 (today {renamed[k]!r})" for k in rules if k in renamed]
+        if old:
+            raise ConfigError(f"{where}: labelled results format version {version}, but {old[0]}: its 'version' was "
+                              "edited; set it back to 2")
+        return
+    new = [f"its job {job!r}"] if job in JOB_NAMES.values() else []
+    new += [f"its rule {k!r}" for k in rules if k in RULE_NAMES.get(job, {}).values()]
+    if new:
+        raise ConfigError(f"{where}: labelled results format version {version}, but {new[0]} is written as in "
+                          "version 3: its 'version' was edited; set it back to 3")
 
 
 def _from_version_2(data: Dict[str, Any]) -> Dict[str, Any]:

@@ -17,6 +17,9 @@ from sbprof.record.migrate import FORMAT, MACHINE_KEYS, migrate_results
 VERSION = 3
 """The results format this sbprof writes (and the newest it reads)."""
 
+KNOWN_KEYS = ("format", "version", "job", "rules", "models", "machine", "notes", "calibration", "records", "summary")
+"""The top-level keys sbprof writes (``summary`` is rewritten at every save and never read back)."""
+
 __all__ = ["MACHINE_KEYS", "Machine", "Results", "VERSION", "differences"]
 
 
@@ -41,6 +44,8 @@ class Results:
     records: List[Measurement] = field(default_factory=list)
     calibration: List[Measurement] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
+    # Top-level keys this sbprof does not write (a user's own, a tool's), kept so that saving again drops nothing.
+    unknown: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     # Not the codec's: a results file is more than these fields. It carries its format and version, is migrated
     # from older versions on read (sbprof.record.migrate), names the file in every error, may carry derived
@@ -57,6 +62,7 @@ class Results:
         out = {"format": FORMAT, "version": VERSION, "job": self.job, "rules": self.rules, "models": self.models,
                "machine": self.machine, "notes": self.notes, "calibration": [m.to_dict() for m in self.calibration],
                "records": records}
+        out.update({k: v for k, v in self.unknown.items() if k not in out and k != "summary"})
         if summarise is not None:
             out["summary"] = summarise(self)
         return out
@@ -86,8 +92,10 @@ class Results:
         if missing:
             raise ConfigError(f"{where}: no {missing[0]!r} (what its records were measured under): a results file "
                               "holds it, and a resume is checked against it")
+        _refuse_foreign(parsed, data["models"], where)
         return cls(job=job, rules=data["rules"], models=data["models"], machine=data["machine"], records=parsed,
-                   calibration=_records(calibration, where, "calibration record"), notes=list(notes))
+                   calibration=_records(calibration, where, "calibration record"), notes=list(notes),
+                   unknown={k: v for k, v in data.items() if k not in KNOWN_KEYS})
 
 
 def _records(items: List[Any], where: str, what: str) -> List[Measurement]:
@@ -106,6 +114,22 @@ def _records(items: List[Any], where: str, what: str) -> List[Measurement]:
 
 def _name(i: int, m: Measurement) -> str:
     return f"record {i} ({m.label!r})"
+
+
+def _refuse_foreign(records: List[Measurement], models: Mapping[str, Any], where: str) -> None:
+    """Refuse a record of a model the file's header does not list: a record of another run or another job pasted
+    in (a stream record in a profile file), which the job's analysis would read as one of its own.
+
+    Every job names each record's model (its ``model``, or for a comparison its ``variant``) in ``models``; a file
+    that lists none (written by hand or by a tool) is not checked.
+    """
+    if not models:
+        return
+    for i, m in enumerate(records):
+        if m.cell.model not in models and m.cell.variant not in models:
+            listed = ", ".join(repr(name) for name in list(models)[:5]) + (", ..." if len(models) > 5 else "")
+            raise ConfigError(f"{where}: {_name(i, m)} is of model {m.cell.model!r}, which this file does not list "
+                              f"(its models: {listed}): a record of another run or job, pasted in; remove it")
 
 
 def _refuse_mixed_runs(records: List[Measurement], where: str) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Union
 
 from sbprof.base.errors import ConfigError
+from sbprof.base.inputfiles import what_is_there
 
 PathLike = Union[str, Path]
 RESERVE_FILE = ".sbprof-reserve"
@@ -93,13 +94,16 @@ def prepare_output_folder(folder: PathLike, key: str = "output_folder") -> Path:
     >>> prepare_output_folder("/dev/null")
     Traceback (most recent call last):
     ...
-    sbprof.base.errors.ConfigError: output_folder '/dev/null' exists and is not a folder
+    sbprof.base.errors.ConfigError: output_folder '/dev/null' exists and is a character device, not a folder
     """
     if str(folder) == "":
         raise ConfigError(f"{key} is empty: give a folder for the results")
     path = Path(os.path.expanduser(str(folder)))
-    if path.exists() and not path.is_dir():
-        raise ConfigError(f"{key} {str(path)!r} exists and is not a folder")
+    there = what_is_there(path)
+    if os.path.islink(path) and there.startswith("a symbolic link"):  # mkdir would call it a file in the way
+        raise ConfigError(f"{key} {str(path)!r} cannot be used: it is {there}")
+    if there not in ("a folder", "nothing") and not there.startswith(("a symbolic link", "unreadable")):
+        raise ConfigError(f"{key} {str(path)!r} exists and is {there}, not a folder")
     try:
         path.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):

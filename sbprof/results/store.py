@@ -84,6 +84,10 @@ class ResultStore:
     summarise : callable, optional
         Figures derived from the whole file (e.g. predicted cells), written in
         a ``summary`` block apart from the records, never read back.
+    resumes : bool
+        Whether running the same command again goes on where this run stopped (``False`` for ``sbprof run``,
+        whose script cannot resume): what a full disk's message advises, and whether a save made in the space
+        held back still stops the run (see :meth:`commit`).
 
     Example
     -------
@@ -100,10 +104,12 @@ class ResultStore:
     """
 
     def __init__(self, folder: Union[str, Path], results: Results, derive: Optional[Derive] = None,
-                 summarise: Optional[Summarise] = None):
+                 summarise: Optional[Summarise] = None, resumes: bool = True):
         self.path = Path(folder) / RESULTS_FILE
         self.derive = derive
         self.summarise = summarise
+        self.resumes = resumes
+        self.saved_in_reserve = False  # the last save used the space held back: the disk is full
         # JSON-normal form (tuples -> lists), comparable with a loaded file.
         now = Results.from_dict(json.loads(json.dumps(results.to_dict())), "this run")
         self.results = now
@@ -114,7 +120,7 @@ class ResultStore:
             self._refuse_mismatch(stored, now)
             self.results = Results(job=stored.job, rules=stored.rules, models={**stored.models, **now.models},
                                    machine=stored.machine, calibration=stored.calibration,
-                                   notes=stored.notes)
+                                   notes=stored.notes, unknown=stored.unknown)
             self._records = {m.cell.key(): m for m in stored.records}
 
     def _refuse_mismatch(self, stored: Results, now: Results) -> None:
@@ -147,14 +153,17 @@ class ResultStore:
         """Store (or replace) one record and rewrite the file atomically."""
         self.add_many([measurement])
 
-    def add_many(self, measurements: Iterable[Measurement]) -> None:
-        """Store several records with one write (see :meth:`commit` for a failing write)."""
-        before = dict(self._records)
+    def add_many(self, measurements: Iterable[Measurement], notes: Iterable[str] = ()) -> None:
+        """Store several records, and ``notes`` about them, with one write (see :meth:`commit` for a failing
+        write): on a full disk the space held back saves them all, never a note alone."""
+        before, notes_before = dict(self._records), list(self.results.notes)
         for m in measurements:
             self._records[m.cell.key()] = m
+        self.results.notes = notes_before + list(notes)
 
         def rollback() -> None:
             self._records = before
+            self.results.notes = notes_before
 
         self.commit(rollback)
 
@@ -179,8 +188,10 @@ class ResultStore:
         """Save; if the write fails, ``rollback`` the change so memory never shows what the file lacks.
 
         A full disk first gets the reserve back and one more try: the change is
-        then saved, and :class:`StorageError` still stops the run, as the next
-        write would fail.
+        then saved, and :class:`StorageError` still stops a run that resumes,
+        as its next write would fail. A run that cannot resume (``resumes``:
+        its records are saved once, at its end) goes on to its reports, with
+        :attr:`saved_in_reserve` set.
         """
         try:
             self.save()
@@ -191,6 +202,9 @@ class ResultStore:
                 except OSError:
                     pass
                 else:
+                    self.saved_in_reserve = True
+                    if not self.resumes:
+                        return
                     raise StorageError(
                         f"the disk of {self.path.parent} is full: the last result was saved in the space sbprof "
                         f"held back; {len(self._records)} record(s) are in {self.path}. Free some space and run "

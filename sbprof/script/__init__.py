@@ -22,6 +22,7 @@ from sbprof.script.command import load_config, parse
 from sbprof.script.plan import Plan
 
 JOB = Job("run", "profile a SpeechBrain recipe or PyTorch script as it runs, without editing it",
-          load_config=load_config, plan=Plan, analyse=analyse, render=render, parse=parse, noun="stage")
+          load_config=load_config, plan=Plan, analyse=analyse, render=render, parse=parse, noun="stage",
+          resumes=False)
 JOBS = (JOB,)
 """What the registry lists (a package may hold several jobs, as counts does)."""

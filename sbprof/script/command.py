@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from sbprof.base.checks import nearest
+from sbprof.base.checks import check_int, nearest
 from sbprof.base.errors import ConfigError
 from sbprof.jobs.job import ArgumentParser, Invocation
 
@@ -125,6 +125,8 @@ def load_config(source: Mapping[str, Any], overrides: Optional[Mapping[str, Any]
             or args["warmup"] < 0 or args["measured"] < 1:
         raise ConfigError(f"--warmup must be at least 0 and --measured at least 1, got {args['warmup']} and "
                           f"{args['measured']}")
+    for key in ("warmup", "measured"):  # the jobs' bound on counts
+        check_int(args[key], f"--{key}", 0)
     target = check_target(args["script"], args["module"], list(args["args"]))
     ddp = check_ddp(args["ddp"])
     folder = check_output_folder(args["output_folder"], "--output_folder", str(Path("results") / "run" / target.name))

@@ -12,11 +12,12 @@ import gc
 import os
 import shutil
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterator, Optional
 
-from sbprof.base.errors import ConfigError
+from sbprof.base.errors import ConfigError, MeasurementError
 from sbprof.jobs.plan import JobPlan, Records, Step, StoreView
 from sbprof.jobs.preamble import Preamble
 from sbprof.record import Cell, Counts, Measurement, MemoryPeak
@@ -93,13 +94,7 @@ class Plan(JobPlan):
             # --ddp (sbprof.script.ddp): the process group, before the script; installed after the hooks, so that
             # its Brain patch is the outer one and reads the script's own run_opts.
             ddp = Ddp(self.cfg.ddp).install()
-        # What sbprof made so far (its imports, this plan) is old before the script's first line: young objects
-        # are scanned at every garbage collection until promoted, and a step of thousands of tiny operators
-        # (3,000 tensors: several collections a step) paid about 5 % for them, against the same steps unprofiled.
-        gc.collect()
-        try:
-            self.ended = run_target(self.cfg.target, StopRun)
-        finally:
+        def close() -> None:
             self.after_script.arm()  # from here on, Ctrl-C leaves results.json and report.md of what was recorded
             try:
                 session.finish()
@@ -112,24 +107,50 @@ class Plan(JobPlan):
                         shutil.rmtree(session.checkpoints_dir, ignore_errors=True)
                 if ddp is not None:
                     ddp.remove()
-        try:
-            if session.operators:
-                from sbprof.script.dispatch import dispatch_floor
 
-                session.dispatch_floor_s = dispatch_floor()
-            peak = self._peak(session) if session.flops else None
-            records = [self._record(stage, session, peak) for stage in session.steps.stages
-                       if session.steps.stages[stage].roles]
-            if not records and self.ended.how != "raised":
-                raise ConfigError(f"{self.cfg.target.argv0}: {NOTHING_SEEN} in the script (it "
-                                  f"{describe(self.ended)}); sbprof run profiles speechbrain.core.Brain batches, "
-                                  "torch.optim optimiser steps and speechbrain.inference calls")
-            self.unmeasured = unmeasured(session, pre.warmup)
-            log(f"analysing {len(records)} stage(s): results.json, then report.md")
-            yield Records(records, replace=True, notes=session.notes + [f"the script {describe(self.ended)}"])
+        def recorded() -> Records:
+            close()
+            return self._records(session)
+
+        def elsewhere() -> Records:
+            raise MeasurementError(f"it called os._exit from thread {threading.current_thread().name!r}, and torch's "
+                                   "profiler can be stopped only in the thread the script runs in")
+
+        def at_exit(status: int, in_script_thread: bool) -> None:  # os._exit: nothing after it runs, so save now
+            self.ended = Ended("os_exit", status)
+            view.save_now(recorded if in_script_thread else elsewhere, f"the script {describe(self.ended)}")
+
+        # What sbprof made so far (its imports, this plan) is old before the script's first line: young objects
+        # are scanned at every garbage collection until promoted, and a step of thousands of tiny operators
+        # (3,000 tensors: several collections a step) paid for them at every collection.
+        gc.collect()
+        try:
+            self.ended = run_target(self.cfg.target, StopRun, at_exit=at_exit, in_child=hooks.remove)
+        finally:
+            close()
+        try:
+            yield self._records(session)
         finally:
             if not self.after_script.held:
                 self.after_script.restore()
+
+    def _records(self, session: Any) -> Records:
+        """One record per stage that recorded a step (``ConfigError`` when the script never took one), after the
+        dispatch floor and the peak are measured."""
+        if session.operators:
+            from sbprof.script.dispatch import dispatch_floor
+
+            session.dispatch_floor_s = dispatch_floor()
+        peak = self._peak(session) if session.flops else None
+        records = [self._record(stage, session, peak) for stage in session.steps.stages
+                   if session.steps.stages[stage].roles]
+        if not records and self.ended.how != "raised":
+            raise ConfigError(f"{self.cfg.target.argv0}: {NOTHING_SEEN} in the script (it "
+                              f"{describe(self.ended)}); sbprof run profiles speechbrain.core.Brain batches, "
+                              "torch.optim optimiser steps and speechbrain.inference calls")
+        self.unmeasured = unmeasured(session, self.cfg.preamble.warmup)
+        log(f"analysing {len(records)} stage(s): results.json, then report.md")
+        return Records(records, replace=True, notes=session.notes + [f"the script {describe(self.ended)}"])
 
     def _peak(self, session: Any) -> Optional[Dict[str, Any]]:
         """The device's peak FLOP/s at the precision that did most of the counted MACs (a matrix-product probe on
@@ -212,7 +233,8 @@ def describe(ended: Optional[Ended]) -> str:
         return "did not start"
     return {"finished": "ran to its end", "stopped": "was stopped by sbprof once its steps were recorded",
             "exited": f"exited with status {ended.exit_code}", "interrupted": "was interrupted",
-            "raised": f"raised {type(ended.error).__name__}"}[ended.how]
+            "raised": f"raised {type(ended.error).__name__}",
+            "os_exit": f"left by os._exit({ended.exit_code})"}[ended.how]
 
 
 def _threads() -> int:

@@ -284,6 +284,7 @@ class Session:
                 self.tracer.stop()
             except Exception as exc:  # an interrupted profiler: the figures stand without its trace
                 self.notes.append(f"the last trace could not be written: {exc}")
+            self.notes += self.tracer.notes
         for attribution in self.attributions.values():
             if attribution:
                 attribution.close()

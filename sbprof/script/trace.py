@@ -112,6 +112,7 @@ class Tracer:
         self.verbose = verbose
         self.cap = cap
         self.stages: Dict[str, StageTrace] = {}
+        self.notes: List[str] = []  # what went wrong writing a trace (the figures stand without it)
         self._expected: Dict[str, float] = {}  # stage -> events per step predicted
         self._checkpoints: Dict[str, int] = {}  # stage -> checkpoints per step (the FLOP step's)
         self._profiler: Any = None
@@ -227,12 +228,20 @@ class Tracer:
         with quiet_stderr(self.verbose):
             profiler.__exit__(None, None, None)
             events = len(profiler.kineto_results.events())
-            self.folder.mkdir(parents=True, exist_ok=True)
             name = f"{stage}.pt.trace.json" if not trace.files else f"{stage}.{len(trace.files) + 1}.pt.trace.json"
             path = self.folder / name
-            profiler.export_chrome_trace(str(path))
+            try:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                profiler.export_chrome_trace(str(path))
+                written = None if path.is_file() else "is its disk full?"
+            except OSError as exc:
+                written = exc.strerror or str(exc)
         del profiler
-        trace.files.append(str(path))
+        if written is None:
+            trace.files.append(str(path))
+        else:  # torch says a failed write (a full disk) only in its own log, and leaves its temporary file
+            Path(f"{path}.tmp").unlink(missing_ok=True)
+            self.notes.append(f"the trace of {stage} was not written in {self.folder} ({written})")
         trace.events += events
         if self._session_events > 0 and trace.cut_in_step is None:  # the real count predicts the next sessions
             steps = self._session_events / self._expected[stage]

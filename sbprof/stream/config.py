@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from sbprof.models.audio import check_example_audio
-from sbprof.base.checks import check_flag, check_int, check_list, is_int, is_positive_number
+from sbprof.base.checks import MAX_COUNT, check_flag, check_int, check_list, is_int, is_positive_number
 from sbprof.base.errors import ConfigError
 from sbprof.jobs.preamble import SCHEMA as PREAMBLE, Defaults, Preamble, Repeats, check_preamble, load_tree
 from sbprof.models.source import ModelSource, check_source
@@ -129,12 +129,13 @@ def _streaming(tree: Any, file: str, base: Path) -> Streaming:
         raise ConfigError(f"{file}: streaming needs chunk_sizes and left_context_chunks")
     audio = check_example_audio(tree.get("audio", "example"), file, "streaming.audio", base)
     audio_s = tree.get("audio_s")
-    if audio_s is not None and not is_positive_number(audio_s):
-        raise ConfigError(f"{file}: streaming.audio_s must be null or a positive number of seconds, got {audio_s!r}")
+    if audio_s is not None and not (is_positive_number(audio_s) and audio_s <= MAX_COUNT):
+        raise ConfigError(f"{file}: streaming.audio_s must be null or a positive number of seconds up to "
+                          f"{MAX_COUNT:,}, got {audio_s!r}")
     if audio is None and audio_s is None:
         raise ConfigError(f"{file}: streaming.audio_s: seeded noise (audio: null) needs a length in seconds")
     backlog = tree.get("max_backlog_s", DEFAULT_MAX_BACKLOG_S)
-    if backlog is not None and not is_positive_number(backlog):
+    if backlog is not None and not (is_positive_number(backlog) and backlog <= MAX_COUNT):
         raise ConfigError(f"{file}: streaming.max_backlog_s must be null or a positive number of seconds, "
                           f"got {backlog!r}")
     traffic = tree.get("traffic", "spread")

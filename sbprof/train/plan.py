@@ -12,12 +12,15 @@ With ``world_sizes``, a cell is one world: (setting, variant, scaling, world
 size), measured by one :mod:`sbprof.train.world_worker` process that
 launches it through torchrun; its items are the world (rank ``None``, the
 launch's record) and each rank. World size 1 is measured once and serves
-both scalings. A world whose record is missing, or failed and
-``--retry_failed`` is given, is launched again whole.
+both scalings. A world and its ranks are saved in one write (a batch
+saved whole), so an interruption never leaves a world stored without its
+ranks; a world whose record is missing, or failed and ``--retry_failed`` is
+given, or (in a file edited, or written by an older sbprof) whose ranks are
+not all stored, is launched again whole.
 """
 from __future__ import annotations
 
-from typing import Iterator, List
+from typing import Any, Iterator, List, Optional
 
 import torch
 
@@ -26,7 +29,7 @@ from sbprof.analysis.intervals import RepeatPolicy
 from sbprof.jobs.plan import (Batch, Group, Item, JobPlan, Step, StoreView, interleaved_passes, log_name,
                               repeat_policy, worker_env)
 from sbprof.jobs.preamble import Setting
-from sbprof.record import Cell
+from sbprof.record import Cell, Measurement
 from sbprof.record.results import Results
 from sbprof.train.config import TrainConfig
 from sbprof.train.models import build_modules
@@ -79,6 +82,7 @@ class Plan(JobPlan):
                       for v in self.cfg.variants for n in self.cfg.world_sizes for sc in self.worlds_of(n)]
             # A world's runs are fresh launches; their number is fixed (the first pass of repeats).
             policy = RepeatPolicy.fixed(self.pre.repeats.first_pass)
+            view = WholeWorlds(view)
         else:
             groups = [Group([self.cell(s, v)], lambda cells, s=s, v=v: self.batch(s, v, cells))
                       for s in self.pre.settings for v in self.cfg.variants]
@@ -109,4 +113,25 @@ class Plan(JobPlan):
         return Batch(name=f"torchrun world of {size} ({scaling}) for {world.model} on {setting.name}",
                      module="sbprof.train.world_worker", payload={"config": self.cfg.to_dict()}, items=items,
                      log=log_name(world.model, setting.name, f"world{size}", scaling),
-                     env=worker_env(setting.threads), resumable=False)
+                     env=worker_env(setting.threads), resumable=False, whole=True)
+
+
+class WholeWorlds:
+    """The store as a ``world_sizes`` plan reads it: a world stored without every one of its ranks reads as not
+    measured, so it is launched again whole (a file edited, or written by an sbprof that saved them apart)."""
+
+    def __init__(self, view: StoreView):
+        self.view = view
+        self.retry_failed = view.retry_failed
+
+    def get(self, cell: Cell) -> Optional[Measurement]:
+        from dataclasses import replace
+
+        stored = self.view.get(cell)
+        if stored is not None and cell.rank is None and any(
+                self.view.get(replace(cell, rank=r)) is None for r in range(int(cell.params["world_size"]))):
+            return None
+        return stored
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.view, name)

@@ -48,7 +48,8 @@ def rank_record(cell: Cell, path: Path, section: str) -> Tuple[Measurement, Opti
             if rank.end is not None and section in records:
                 return replace(records[section], label=label, cell=cell), None
             why = "no end line: it died, was killed or hung" if rank.end is None else f"no record of {section}"
-    message = f"rank {cell.rank} has no figures: {why}; last seen at step {last}"
+    seen = "no step of it ended" if last is None else f"its last step to end was step {last + 1}, counting from 1"
+    message = f"rank {cell.rank} has no figures: {why}; {seen}"
     return Measurement(label=label, cell=cell, status="error", message=message, env=collect_env(),
                        extra={"rank": {"last_step": last, "section": section}}), why
 

@@ -128,9 +128,16 @@ def load_shape_file(path: PathLike) -> List[Shape]:
     if not path.is_file():
         raise ConfigError(f"shapes.path: no such shape file {str(path)!r}")
     if path.suffix == ".pt":
+        import pickle
+
         import torch
 
-        rows: Any = torch.load(str(path)).tolist()
+        try:  # data, never code: a pickle that would call a function is refused, not run
+            rows: Any = torch.load(str(path), weights_only=True)
+        except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError) as exc:
+            raise ConfigError(f"shapes.path: {str(path)!r} is not a tensor file sbprof reads (a tensor of rows T, U, "
+                              f"loaded with weights_only=True): {' '.join(str(exc).split())[:200]}") from None
+        rows = rows.tolist() if isinstance(rows, torch.Tensor) else rows
     else:
         with open(path, newline="") as f:
             reader = csv.reader(f)

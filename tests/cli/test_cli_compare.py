@@ -43,9 +43,12 @@ BAD_INPUTS = [
     (("      source: encoder_asr\n      type: EncoderASR", "      yaml: none.yaml\n      module: m"),
      "variants[0].yaml: no such file"),
     (("overrides: {beam_size: 1}", "overrides: [1]"), "variants[1].overrides must be a mapping"),
+    # Before: caught only when the worker loaded the model (exit 1, an error record written)
+    (("overrides: {beam_size: 1}", "overrides: {beam_szie: 1}"), "variants[1].overrides: 'beam_szie' is not a "
+                                                                 "hyperparameter of "),
     (("measured: 3", "measured: 3\ndevices: gpu"), "devices: 'gpu' is not a device"),
     (("measured: 3", "measured: 3\nenergy: {cpu: yes_please}"), "energy.cpu must be True or False"),
-    (("measured: 3", "measured: 3\nenergy: {meter_log: power.csv}"), "energy.meter_log: cannot read power log"),
+    (("measured: 3", "measured: 3\nenergy: {meter_log: power.csv}"), "power.csv: no such power log"),
     (["--mesured", "3"], "unknown option --mesured (did you mean 'measured'?)"),
 ]
 
@@ -106,6 +109,9 @@ def test_help_lists_compare_as_an_alias_of_gate(capsys):
 
 @pytest.mark.parametrize("argv, expected", [
     (["--threshold", "5"], "--threshold 5: give a percentage (5%) or a fraction (0.05)"),
+    # Before, argparse took "-5%" for an option: "expected one argument"
+    (["--threshold", "-5%"], "--threshold -5%: the smallest increase that counts is never negative"),
+    (["--confidence", "-0.9"], "confidence must be in [0.5, 1), got -0.9"),
     (["--metric", "speed"], "metric must be one of rtf, peak_memory"),
     (["--confidence", "1.5"], "confidence must be in [0.5, 1), got 1.5"),
     (["--cpu", "Other"], "different hardware"),

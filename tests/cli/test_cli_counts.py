@@ -142,3 +142,32 @@ def test_a_count_runs_from_python_with_its_options_as_a_mapping(model_file, tmp_
         sbprof.run("flops", {"target": str(model_file), "inputs": "[4, 16]"})
     with pytest.raises(sbprof.ConfigError, match="option depth takes a int"):
         sbprof.run("params", {"target": str(model_file), "depth": "2"})
+
+
+@pytest.mark.parametrize("command, shapes", [("flops", ["--input", "[4, 16]"]), ("params", []),
+                                             ("modules", ["--input", "[4, 16]", "--steps", "1"])])
+def test_json_prints_only_json_on_standard_output(model_file, tmp_path, capsys, command, shapes):
+    """Before, the closing status lines followed the JSON on standard output, so it did not parse; they go to
+    standard error, a second run's "resuming" line too."""
+    out = tmp_path / "j"
+    for _ in range(2):
+        code, printed, status = run([command, str(model_file), *shapes, "--json", "--output_folder", str(out)], capsys)
+        assert code == 0, status
+        data = json.loads(printed)  # the whole of standard output
+        assert data["command"] == command and data["result"] == result_in(out)
+        assert f"results: {out / 'results.json'}" in status
+    assert "resuming: 1 record(s) already in" in status
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["flops", "M", "--input", "[2147483648, 16]"], "--input '[2147483648, 16]': a size must be at most 2,147,483,647"),
+    (["modules", "M", "--input", "[4, 16]", "--steps", "2147483648"], "--steps must be at most 2,147,483,647"),
+    (["params", "M", "--depth", "99999999999999"], "--depth must be at most 2,147,483,647"),
+    (["flops", "M", "--input", "[4, 16]", "--seed", "-1"], "--seed must be an integer >= 0, got -1"),
+])
+def test_sizes_past_the_jobs_bound_are_refused_before_the_worker(model_file, tmp_path, capsys, argv, message):
+    """Like the jobs' sizes, at most 2^31-1: before, torch took [2147483648, 16] and the worker failed."""
+    from helpers.refusals import assert_refused
+
+    argv = [str(model_file) if a == "M" else a for a in argv]
+    assert_refused(main([*argv, "--output_folder", str(tmp_path / "o")]), capsys, message, nothing_in=tmp_path / "o")

@@ -191,3 +191,28 @@ def test_two_processes_recording_one_new_budget_record_it_once(pytester):
 
     stored = load_results(pytester.path / ".sbprof-baselines" / "busy")
     assert sorted(m.cell.run for m in stored.records) == [0, 1, 2, 3] and all(m.ok for m in stored.records)
+
+
+@pytest.mark.slow
+def test_a_read_only_baselines_folder_is_checked_without_a_lock_and_an_update_there_is_one_line(pytester):
+    """A read-only checkout in CI: before, even a plain check failed with a raw OSError, as it made its lock file
+    first. A check reads the stored baseline and needs no lock; recording there is refused in one line."""
+    from helpers.mounts import read_only
+
+    model = write_model_folder(pytester.path / "busy", rtf=0.02)
+    baselines = pytester.path / ".sbprof-baselines"
+    pytester.makepyfile(test_inner=INNER_BUSY.format(busy=BUSY))
+    recorded = start_pytest(pytester.path, model, "-rs").communicate(timeout=300)[0]
+    assert "baseline of 4 runs recorded" in recorded, recorded
+    (baselines / ".sbprof.lock").unlink()  # as a fresh clone has it: no lock file
+    before = snapshot(baselines)
+    with read_only(baselines):
+        checked = start_pytest(pytester.path, model).communicate(timeout=300)[0]
+        updated = start_pytest(pytester.path, model, "--sbprof-update-baselines").communicate(timeout=300)[0]
+        assert snapshot(baselines) == before
+    assert "OSError" not in checked and "Read-only file system" not in checked, checked
+    # Held to its baseline: passed (or failed, naming the budget, if the machine's noise says so)
+    assert "1 passed" in checked or "budget 'busy' (rtf, threshold 10%)" in checked, checked
+    (line,) = [line for line in updated.splitlines() if line.startswith("sbprof: error: ")]
+    assert "cannot be written (Read-only file system): cannot record a new baseline of budget 'busy'" in line
+    assert "Traceback" not in updated

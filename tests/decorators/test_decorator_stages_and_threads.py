@@ -40,16 +40,45 @@ def test_one_decorated_function_called_from_four_threads_runs_its_calls_one_at_a
 
     threads = [threading.Thread(target=caller) for _ in range(4)]
     start = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    with pytest.warns(UserWarning, match="calls from other threads run unprofiled") as said:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
     elapsed = time.perf_counter() - start
     walls = work.profiler.step_wall_s["work"]
-    assert len(walls) == 16
-    # Serialised: the 16 steps fit end to end in the elapsed time (overlapping steps would sum to ~4x it).
+    # The first caller's 4 calls are the steps; the other threads' 12 run unprofiled, said once.
+    assert len(walls) == 4 and work.profiler.other_thread_calls == 12 and len(said) == 1
+    # Serialised: the steps fit end to end in the elapsed time (overlapping steps would sum to more).
     assert sum(walls) <= elapsed
     assert all(w < 0.05 for w in walls)  # no step holds another thread's sleep
+
+
+def test_calls_from_a_second_thread_are_said_at_once_and_never_taken_for_recorded_steps():
+    """Torch's profiler records only the thread that started it: before, the other threads' calls were counted as
+    steps, the recording lost them, and report_time said the schedule 'is still waiting' after 18 steps."""
+    import torch
+
+    @sbprof.profile_optimiser
+    def step(x):
+        return (x @ x).sum() if threading.current_thread() is threading.main_thread() else (x + x).sum()
+
+    x = torch.randn(32, 32)
+    step(x)  # the main thread calls first: its calls are the steps
+    with pytest.warns(UserWarning, match=r"called from thread 'helper-0', but its steps are the calls of thread "
+                                         r"'MainThread' \(its first caller\): torch's profiler records only"):
+        helpers = [threading.Thread(target=lambda: [step(x) for _ in range(6)], name=f"helper-{i}") for i in range(3)]
+        for i, t in enumerate(helpers):
+            t.start()
+            t.join()  # one after the other: helper-0 calls first
+    with pytest.raises(MeasurementError, match=r"18 call\(s\) from threads other than 'MainThread' \(the first "
+                                               r"caller\) ran unprofiled"):
+        sbprof.report_time(step)
+    for _ in range(8):  # the first caller's own steps: wait 1, warm-up 2, then 5 recorded
+        step(x)
+    assert step.profiler.step_num == 9 and step.profiler.recorded_steps == 5
+    names = {e.key for e in step.profiler.key_averages()}
+    assert "aten::mm" in names and "aten::add" not in names  # only the main thread's operators were recorded
 
 
 def test_a_stage_that_never_reached_its_recorded_steps_says_so_when_read():

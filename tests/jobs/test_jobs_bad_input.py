@@ -89,7 +89,7 @@ def measured(tmp_path_factory):
 
 
 EDITS = {
-    "wall_s a string": (lambda r: r.update(wall_s="x"), "field 'wall_s' must be a list of non-negative numbers"),
+    "wall_s a string": (lambda r: r.update(wall_s="x"), "field 'wall_s' must be a list of numbers of seconds from 0 to 1e9"),
     "wall_s empty": (lambda r: r.update(wall_s=[]), "'wall_s'"),
     "no cell": (lambda r: r.pop("cell"), "no 'cell' (the record's coordinates)"),
     "audio seconds 0": (lambda r: r.update(audio_seconds=0), "'audio_seconds' must be null or a positive number"),
@@ -149,7 +149,7 @@ def test_merge_output_that_would_overwrite_or_cannot_be_made(measured, tmp_path,
     (["flops", "encoder_asr", "--type", "EncoderASR", "--audio_s", "nan"], "--audio_s must be a positive number"),
     (["flops", "encoder_asr", "--type", "EncoderASR", "--audio_s", "0"], "--audio_s must be a positive number"),
     (["flops", "encoder_asr", "--type", "EncoderASR", "--audio_s", "-1"], "--audio_s must be a positive number"),
-    (["flops", "encoder_asr", "--type", "EncoderASR", "--batch_size", "0"], "--batch_size must be at least 1"),
+    (["flops", "encoder_asr", "--type", "EncoderASR", "--batch_size", "0"], "--batch_size must be an integer >= 1"),
     (["flops", "encoder_asr", "--type", "EncoderASR", "--input", "[1, 16]"], "--input is for a module"),
     (["flops", "--depth", "x"], "argument --depth: invalid int value: 'x'"),
 ])

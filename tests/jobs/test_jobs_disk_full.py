@@ -69,3 +69,21 @@ def test_train_stopped_by_a_full_disk_after_its_first_variant_says_to_run_it_aga
     assert main(["train", *argv]) == 0
     assert "measured 1 cell(s) (0 failed), 1 already done" in capsys.readouterr().out
     assert len(json.loads((out / RESULTS_FILE).read_text())["records"]) == 2 and (out / "report.md").exists()
+
+
+def test_render_only_on_a_read_only_folder_says_so_not_to_free_space(tmp_path, capsys):
+    """A real read-only mount (a results folder on a read-only share): before, the message advised freeing disk
+    space and running the same command again."""
+    from helpers.mounts import read_only
+
+    out = tmp_path / "out"
+    assert main(["flops", *argv_of("flops", tmp_path, out)]) == 0
+    (out / "report.md").unlink()
+    capsys.readouterr()
+    with read_only(out):
+        code = main(["flops", "--render-only", str(out)])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1, err
+    assert f"cannot write the reports in {out}: Read-only file system" in err
+    assert "the folder cannot be written (read-only or not yours): copy it somewhere writable" in err
+    assert "space" not in err and "run the same command again" not in err

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -181,3 +182,57 @@ def test_a_variant_name_that_is_a_path_is_refused(name, tmp_path, capsys):
     assert_refused(main(["compare-models", *argv]), capsys, f"variants[0].name {name!r} becomes a file name",
                    nothing_in=tmp_path / "out")
     assert not list(tmp_path.parent.rglob("ESCAPED*")) and not (tmp_path / "x").exists()
+
+
+def in_the_way(kind: str, path: Path) -> str:
+    """Make ``path`` a symbolic link loop, a FIFO, a regular file or a dangling link, where a folder goes; what the
+    refusal says it is."""
+    if kind == "a symbolic link loop":
+        os.symlink(path.name, path)
+        return "a symbolic link loop"
+    if kind == "a dangling link":
+        os.symlink("gone", path)
+        return "a symbolic link to 'gone', which does not exist"
+    if kind == "a FIFO":
+        os.mkfifo(path)
+        return "a FIFO (named pipe)"
+    path.write_text("x")
+    return "a regular file"
+
+
+PLACES = ["a symbolic link loop", "a dangling link", "a FIFO", "a regular file"]
+
+
+@pytest.mark.parametrize("kind", PLACES)
+def test_merge_output_that_is_no_folder_is_named_for_what_it_is(kind, tmp_path, capsys):
+    """Before, a link loop given as --output read "cannot be made: a part of its path is a file"."""
+    from helpers.job_configs import argv_of as small_run
+
+    assert main(["profile", *small_run("profile", tmp_path, tmp_path / "a")]) == 0
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    capsys.readouterr()
+    said = in_the_way(kind, tmp_path / "merged")
+    assert_refused(main(["merge", str(tmp_path / "a"), str(tmp_path / "b"), "--output", str(tmp_path / "merged")]),
+                   capsys, f"--output '{tmp_path / 'merged'}' " + ("exists and is " if "link" not in kind else
+                                                                  "cannot be used: it is ") + said)
+
+
+@pytest.mark.parametrize("kind", PLACES)
+def test_a_report_folder_taken_by_something_else_is_named_for_what_it_is(kind, tmp_path, capsys):
+    """The report's plots/ folder (and the output folder itself) taken by a link loop, a FIFO or a file: before,
+    "cannot write the reports in ...: File exists" or a link loop read as "a part of its path is a file"."""
+    argv = argv_of("profile", tmp_path, tmp_path / "out")
+    assert main(["profile", *argv]) == 0
+    shutil.rmtree(tmp_path / "out" / "plots")
+    said = in_the_way(kind, tmp_path / "out" / "plots")
+    capsys.readouterr()
+    assert main(["profile", "--render-only", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{tmp_path / 'out' / 'plots'} is {said}, where a folder of the reports goes; " \
+                                      "move it away" in err, err
+    if kind == "a dangling link":
+        return  # as an output folder, followed: the folder it names is made
+    other = tmp_path / "other"
+    said = in_the_way(kind, other)
+    expected = "cannot be used: a symbolic link loop" if "link" in kind else f"exists and is {said}, not a folder"
+    assert_refused(main(["profile", *argv, "--output_folder", str(other)]), capsys, expected)

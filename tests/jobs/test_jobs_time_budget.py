@@ -66,3 +66,17 @@ def test_a_bad_budget_is_one_line_and_exit_2(tmp_path, capsys, value):
     assert sbprof_main(["profile", str(path), "--noprogressbar"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "time_budget_s must be a positive number of seconds or null" in err[0]
+
+
+def test_a_budget_below_one_batch_still_measures_a_batch_each_run(tmp_path, capsys):
+    """Before, a budget smaller than one batch stopped every run before its first batch: exit 0 with nothing
+    measured, and its "run again to resume" advice looped for ever. Each run now measures one batch (its first
+    always starts) and stops before the next, so running it again goes on."""
+    path = sweep_yaml(tmp_path, "tiny", 2, budget=0.001)  # two runs of each cell: two batches, one per pass
+    counts = []
+    for _ in range(2):
+        assert sbprof_main(["profile", str(path), "--noprogressbar"]) == 0
+        counts.append(len(load_results(tmp_path / "tiny").records))
+    assert counts == [4, 8]  # each run measured one pass of the 4 cells, the second on top of the first
+    notes = load_results(tmp_path / "tiny").notes
+    assert sum("time budget: stopped after" in note and "run again to resume" in note for note in notes) == 1

@@ -56,9 +56,9 @@ EDITS: Dict[str, tuple] = {
     "a run index changed to 99": (_run_99, "record 0 ('/", "is run 99 of its cell, which holds no run 0"),
     "machine deleted": (lambda d: d.pop("machine"), "results.json: no 'machine'", "a resume is checked against it"),
     "a NaN peak": (_nan_peak, "record 0 ('/", "field 'memory.peak_rss_bytes' must be null or a whole number of bytes"
-                                             " >= 0, got nan"),
+                                             " from 0 to 2^63-1, got nan"),
     "an infinite sample": (lambda d: d["records"][1]["wall_s"].__setitem__(0, math.inf), "record 1 ('/",
-                           "field 'wall_s' must be a list of non-negative numbers of seconds, got [inf,"),
+                           "field 'wall_s' must be a list of numbers of seconds from 0 to 1e9, got [inf,"),
     "cpu_s one sample short": (lambda d: d["records"][2]["cpu_s"].pop(), "record 2 ('/",
                                "field 'cpu_s' must hold one sample per measured call, as 'wall_s' does: "),
     "cpu_s deleted": (lambda d: d["records"][0].pop("cpu_s"), "record 0 ('/", "no field 'cpu_s'"),
@@ -68,8 +68,32 @@ EDITS: Dict[str, tuple] = {
     "energy without its window": (lambda d: d["records"][0].update(energy={"joules": {}}), "record 0 ('/",
                                   "no field 'energy.duration_s'"),
     "a negative FLOP count": (lambda d: d["records"][0].update(counts={"flops": -1.0}), "record 0 ('/",
-                              "field 'counts.flops' must be null or a number >= 0, got -1.0"),
+                              "field 'counts.flops' must be null or a number from 0 to 1e30, got -1.0"),
+    # Figures checked for sense, not only type: before, these passed the checks and broke the report's rendering.
+    "a sample of 1e308 s": (lambda d: d["records"][1]["wall_s"].__setitem__(0, 1e308), "record 1 ('/",
+                            "field 'wall_s' must be a list of numbers of seconds from 0 to 1e9, got [1e+308,"),
+    "a 401-digit peak": (lambda d: d["records"][0]["memory"].update(peak_rss_bytes=10**400), "record 0 ('/",
+                         "field 'memory.peak_rss_bytes' must be null or a whole number of bytes from 0 to 2^63-1"),
+    "a 401-digit FLOP count": (lambda d: d["records"][0].update(counts={"flops": 10**400}), "record 0 ('/",
+                               "field 'counts.flops' must be null or a number from 0 to 1e30"),
+    "1e308 in extra": (lambda d: d["records"][2]["extra"].update(window_s=1e308), "record 2 ('/",
+                       "field 'extra.window_s' holds 1e+308, out of any sense for a figure"),
+    # A record tied to its file: another job's or run's record pasted in, a version label edited, a field named.
+    "a record of another job pasted in": (lambda d: d["records"].append(_foreign(d["records"][0])), "record 4 ('",
+                                          "is of model '/elsewhere/streaming-asr', which this file does not list"),
+    "a version-3 file labelled 2": (lambda d: d.update(version=2), "results.json: labelled results format version 2",
+                                    "but its job 'profile' is written as in version 3"),
+    "wall_s deleted": (lambda d: d["records"][0].pop("wall_s"), "record 0 ('/",
+                       "no field 'wall_s' (the samples that 'cpu_s' goes with)"),
 }
+
+
+def _foreign(record):
+    """A copy of ``record`` as another job's (a stream's) would read: its own model and coordinates."""
+    copy = json.loads(json.dumps(record))
+    copy["label"] = "chunk 8, left 2, 1 stream"
+    copy["cell"].update(model="/elsewhere/streaming-asr", params={"kind": "latency", "chunk_size": 8})
+    return copy
 
 
 def _files(folder: Path) -> Dict[str, bytes]:

@@ -35,10 +35,10 @@ def test_a_record_of_a_newer_version_is_refused_naming_the_versions():
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"wall_s": "0.1"}, "field 'wall_s' must be a list of non-negative numbers of seconds, got '0.1'"),
+    ({"wall_s": "0.1"}, "field 'wall_s' must be a list of numbers of seconds from 0 to 1e9, got '0.1'"),
     ({"cell": None}, "field 'cell' must be a mapping of coordinates, got None"),
     ({"status": "fine"}, "field 'status' must be one of ok, skipped, oom, error, got 'fine'"),
-    ({"audio_seconds": -2}, "field 'audio_seconds' must be null or a positive number of seconds, got -2"),
+    ({"audio_seconds": -2}, "field 'audio_seconds' must be null or a positive number of seconds, at most 1e9, got -2"),
 ])
 def test_a_malformed_record_is_one_config_error_naming_the_field(change, message):
     with pytest.raises(ConfigError) as caught:

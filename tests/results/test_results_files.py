@@ -22,9 +22,9 @@ def test_usable_folders_are_made(tmp_path):
 
 
 @pytest.mark.parametrize("case, expected", [
-    ("file", "exists and is not a folder"),
+    ("file", "exists and is a regular file, not a folder"),
     ("under_file", "a part of its path is a file"),
-    ("dev_null", "exists and is not a folder"),
+    ("dev_null", "exists and is a character device, not a folder"),
     ("empty", "is empty"),
     ("read_only", "is not writable"),
 ])

@@ -98,13 +98,13 @@ def test_another_model_joins_the_file(tmp_path):
     ('{"format": "sbprof-results", "version": 2, "records": [{"label": "x", "status": "fine"}]}',
      "record 0 ('x'): no 'cell'"),
     ('{"format": "sbprof-results", "version": 3, "job": "profile", "records": [{"label": "x", "cell": {}, '
-     '"wall_s": "0.1"}]}', "record 0 ('x'): field 'wall_s' must be a list of non-negative numbers"),
+     '"wall_s": "0.1"}]}', "record 0 ('x'): field 'wall_s' must be a list of numbers of seconds from 0 to 1e9"),
     ('{"format": "sbprof-results", "version": 3, "job": "profile", "records": [{"label": "x", "cell": {}, '
      '"wall_s": [], "audio_seconds": 1}]}', "field 'wall_s' is empty in a measured record"),
     ('{"format": "sbprof-results", "version": 3, "job": "profile", "records": [{"label": "x", "cell": {}, '
      '"wall_s": [0.1], "audio_seconds": 0}]}', "field 'audio_seconds' must be null or a positive number"),
     ('{"format": "sbprof-results", "version": 3, "job": "profile", "records": [{"label": "x", "cell": '
-     '{"batch_size": "4"}}]}', "field 'cell.batch_size' must be null or an integer >= 1, got '4'"),
+     '{"batch_size": "4"}}]}', "field 'cell.batch_size' must be null or an integer from 1 to 2^31-1, got '4'"),
     ('{"format": "sbprof-results", "version": 99, "job": "profile", "records": []}',
      "written by a newer sbprof (results format version 99); this sbprof reads versions 1 to 3"),
     ('{"format": "sbprof-results", "version": 3, "job": "profile", "records": [{"schema_version": 9, '
@@ -132,6 +132,19 @@ def test_fields_this_sbprof_does_not_know_are_kept(tmp_path):
     reopened.add(record(2, 1))
     again = json.loads((tmp_path / RESULTS_FILE).read_text())
     assert again["records"][0]["power_trace"] == [1, 2]
+
+
+def test_a_users_own_top_level_key_is_kept_at_the_next_save(tmp_path):
+    """Before, a key of the user's own beside the records was dropped at the next record's save."""
+    ResultStore(tmp_path, run_of()).add(record(1, 1))
+    data = json.loads((tmp_path / RESULTS_FILE).read_text())
+    data["reviewed"] = {"by": "ana", "ok": True}
+    data["summary"] = {"stale": 1}  # sbprof's own block: rewritten, never read back
+    (tmp_path / RESULTS_FILE).write_text(json.dumps(data))
+    ResultStore(tmp_path, run_of()).add(record(2, 1))
+    again = json.loads((tmp_path / RESULTS_FILE).read_text())
+    assert again["reviewed"] == {"by": "ana", "ok": True} and len(again["records"]) == 2
+    assert "summary" not in again  # no summarise given: the stale one is not carried
 
 
 def test_failed_write_leaves_the_previous_file_whole(tmp_path, monkeypatch):

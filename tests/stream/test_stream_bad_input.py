@@ -56,6 +56,8 @@ def test_a_capacity_setting_the_model_was_not_trained_for_names_the_capacity_key
     ({"capacity": {"p99_delay_ms": -3}}, "capacity.p99_delay_ms must be null (one chunk duration) or a positive"),
     ({"capacity": {"chunk_size": [8, 0]}}, "capacity.chunk_size must hold only positive integers, got 0"),
     ({"capacity": "garbage"}, "capacity must be a mapping"),
+    # Before: 1e308 s passed the check, and every cell failed in its worker with an OverflowError
+    ({"audio_s": 1e308}, "streaming.audio_s must be null or a positive number of seconds up to 2,147,483,647"),
 ])
 def test_new_keys_are_checked_before_any_worker(tmp_path, capsys, edit, message):
     path = write_stream_yaml(tmp_path / "s.yaml", str(write_fake_model(tmp_path / "fake", 0.001)), **edit)

@@ -213,8 +213,12 @@ def test_speechbrain_flags_that_make_sense_here(yaml_path, argv, options):
 
 
 def test_bad_overrides(yaml_path):
-    with pytest.raises(ConfigError, match="command line: unknown key 'sed' .*did you mean 'seed'"):
+    """Named as sbprof.run's overrides= from Python (before: 'command line'), as the command line's from it."""
+    with pytest.raises(ConfigError, match="^overrides=: unknown key 'sed' .*did you mean 'seed'"):
         load_config(yaml_path, {"sed": 3})
+    path, overrides, options = parse([str(yaml_path), "--profiling_dimensions", "{batch_size: [2]}"])
+    with pytest.raises(ConfigError, match="^command line: unknown key 'profiling_dimensions.batch_size'"):
+        load_config(path, overrides, options)
     with pytest.raises(ConfigError, match="profiling_dimensions.batch_sizes"):
         load_config(yaml_path, {"profiling_dimensions": {"batch_sizes": [-1]}})
 

@@ -71,7 +71,8 @@ def run(job: str, config: Any, overrides: Optional[Dict[str, Any]] = None, log: 
     ...
     sbprof.base.errors.ConfigError: no_such.yaml: no such configuration file
     """
-    from sbprof.jobs.runner import check_run_options, run_config
+    from sbprof.jobs.preamble import check_run_options
+    from sbprof.jobs.runner import run_config
 
     entry = get_job(job)
     check_run_options(run_options)

@@ -16,6 +16,8 @@ starts before the first sample or ends after the last is refused.
 from __future__ import annotations
 
 import csv
+import io
+import math
 from dataclasses import replace
 from datetime import datetime
 from typing import List, Sequence, Tuple
@@ -23,6 +25,7 @@ from typing import List, Sequence, Tuple
 import numpy as np
 
 from sbprof.base.errors import ConfigError, MeasurementError
+from sbprof.base.inputfiles import read_input_file
 from sbprof.record.measurement import Energy
 
 PowerSamples = List[Tuple[float, float]]
@@ -35,28 +38,45 @@ def _parse_time(text: str) -> float:
         return datetime.fromisoformat(text.strip()).timestamp()
 
 
+MAX_LOG_BYTES = 256 * 2**20
+"""Power logs larger than this are refused unread (a day at 10 samples a second is a few tens of MiB)."""
+MAX_WATTS = 1e9
+"""No meter reads more (a gigawatt): a larger figure is damage, never a measurement."""
+
+
 def load_power_csv(
     path: str, time_column: str = "timestamp", watts_column: str = "watts", clock_offset_s: float = 0.0
 ) -> PowerSamples:
     """Read ``(unix seconds, watts)`` samples from a meter's CSV log, sorted by time.
 
     ``clock_offset_s`` is added to every timestamp, for a meter whose clock
-    runs ahead of (negative) or behind (positive) this machine's.
+    runs ahead of (negative) or behind (positive) this machine's. The log is
+    data: read as CSV text only (a regular file, never a FIFO that would block,
+    up to :data:`MAX_LOG_BYTES`), each time and power a finite number, the power
+    from 0 to :data:`MAX_WATTS`.
     """
-    samples: PowerSamples = []
+    raw = read_input_file(path, MAX_LOG_BYTES, "power log")
     try:
-        with open(path, newline="") as fh:
-            reader = csv.DictReader(fh)
-            missing = [c for c in (time_column, watts_column) if c not in (reader.fieldnames or [])]
-            if missing:
-                raise ConfigError(f"{path}: no column {missing}; columns are {reader.fieldnames}")
-            for line, row in enumerate(reader, start=2):
-                try:
-                    samples.append((_parse_time(row[time_column]) + clock_offset_s, float(row[watts_column])))
-                except (TypeError, ValueError) as err:
-                    raise ConfigError(f"{path}, line {line}: cannot read a sample ({err})") from None
-    except OSError as err:
-        raise ConfigError(f"cannot read power log {path}: {err}") from None
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not a power log: not UTF-8 text (byte at position {exc.start})") from None
+    samples: PowerSamples = []
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        missing = [c for c in (time_column, watts_column) if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ConfigError(f"{path}: no column {missing}; columns are {reader.fieldnames}")
+        for line, row in enumerate(reader, start=2):
+            try:
+                time_s, watts = _parse_time(row[time_column]) + clock_offset_s, float(row[watts_column])
+            except (TypeError, ValueError, OverflowError) as err:
+                raise ConfigError(f"{path}, line {line}: cannot read a sample ({err})") from None
+            if not (math.isfinite(time_s) and math.isfinite(watts) and 0 <= watts <= MAX_WATTS):
+                raise ConfigError(f"{path}, line {line}: a sample must be a finite time and a power from 0 to "
+                                  f"{MAX_WATTS:g} W, got {row[time_column]!r}, {row[watts_column]!r}")
+            samples.append((time_s, watts))
+    except csv.Error as err:
+        raise ConfigError(f"{path}: not a CSV power log ({err})") from None
     return sorted(samples)
 
 

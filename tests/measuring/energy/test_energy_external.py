@@ -1,5 +1,6 @@
 """An external meter's CSV integrated over a run's window, against analytic integrals."""
 import math
+import re
 from datetime import datetime
 
 import numpy as np
@@ -61,8 +62,29 @@ def test_bad_csv_names_the_file_and_line(tmp_path):
         load_power_csv(write_csv(tmp_path / "a.csv", [(1, 2)], header="t,w"))
     with pytest.raises(ConfigError, match="line 3"):
         load_power_csv(write_csv(tmp_path / "b.csv", [(1, 2), ("x", 3)]))
-    with pytest.raises(ConfigError, match="cannot read power log"):
+    with pytest.raises(ConfigError, match="missing.csv: no such power log"):
         load_power_csv(str(tmp_path / "missing.csv"))
+
+
+@pytest.mark.parametrize("rows, message", [
+    ([(1, 2), (2, -5)], "line 3: a sample must be a finite time and a power from 0 to 1e+09 W, got '2', '-5'"),
+    ([(1, 2), (2, "1e308")], "line 3: a sample must be a finite time and a power from 0 to 1e+09 W"),
+    ([(1, 2), ("inf", 3)], "line 3: a sample must be a finite time"),
+    ([(1, 2), (2, "nan")], "line 3: a sample must be a finite time"),
+])
+def test_a_power_out_of_sense_is_refused_naming_the_line(tmp_path, rows, message):
+    """Before, a negative or 1e308 W sample was integrated as it stood."""
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_power_csv(write_csv(tmp_path / "p.csv", rows))
+
+
+def test_a_power_log_that_is_a_fifo_is_refused_without_blocking(tmp_path):
+    """Before, reading it blocked for ever (the comparison never started)."""
+    import os
+
+    os.mkfifo(tmp_path / "meter.csv")
+    with pytest.raises(ConfigError, match="meter.csv: not a power log: it is a FIFO"):
+        load_power_csv(str(tmp_path / "meter.csv"))
 
 
 def test_attach_meter_to_a_measured_window():
