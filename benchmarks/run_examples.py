@@ -214,9 +214,10 @@ def main() -> None:
         for name in names:
             result = run_example(name, args.source, work, args.timeout, args.rounds)
             results.append(result)
-            print(f"{name}: exit codes {row(result)[-1]}", file=sys.stderr, flush=True)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+            # Each example's row as it ends, and the JSON rewritten: a run stopped midway keeps what it measured.
+            print("| " + " | ".join(row(result)) + " |", file=sys.stderr, flush=True)
+            if args.json:
+                args.json.write_text(json.dumps(results, indent=1))
     print("| example | measured stages (default run) | train step median, sbprof vs unprofiled outside clock "
           "(ratios, same steps) | `--continue` vs unprofiled: total CPU, wall, peak RSS (ratios) | exit codes "
           "(unprofiled / default / `--continue`) |")
