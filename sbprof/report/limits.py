@@ -8,7 +8,7 @@ Example
 <BLANKLINE>
 1. **data loading.** Waiting for data takes 75 % of each step (30.0 ms wait beside a 10.0 ms step).
    - figures: data wait 30.0 ms; step 10.0 ms; wait share 75 %
-   - rule: data wait > 10 % of (wait + step)
+   - rule: data wait > 10 % of the loop (wait + between + step)
    - try: more DataLoader workers (num_workers), pin_memory, or decode and resample the audio ahead of training
 <BLANKLINE>
 Not decided: threads: one thread setting only.

@@ -93,14 +93,14 @@ class ResultStore:
     -------
     >>> import tempfile
     >>> folder = tempfile.mkdtemp()
-    >>> store = ResultStore(folder, Results("sweep", rules={"warmup_batches": 1}))
+    >>> store = ResultStore(folder, Results("profile", rules={"warmup": 1}))
     >>> store.add(Measurement(label="c", cell=Cell(model="m"), status="skipped"))
-    >>> ResultStore(folder, Results("sweep", rules={"warmup_batches": 1})).get(Cell(model="m")).status
+    >>> ResultStore(folder, Results("profile", rules={"warmup": 1})).get(Cell(model="m")).status
     'skipped'
-    >>> ResultStore(folder, Results("sweep", rules={"warmup_batches": 2}))  # doctest: +ELLIPSIS
+    >>> ResultStore(folder, Results("profile", rules={"warmup": 2}))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    sbprof.base.errors.ConfigError: ...warmup_batches: 1 there, 2 now...
+    sbprof.base.errors.ConfigError: ...warmup: 1 there, 2 now...
     """
 
     def __init__(self, folder: Union[str, Path], results: Results, derive: Optional[Derive] = None,
