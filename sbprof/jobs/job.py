@@ -67,8 +67,8 @@ class Job:
         ``parse(argv, prog) -> Invocation``: the job's own command line (``sbprof flops TARGET ...``), instead of
         ``CONFIG.yaml [--key value]``.
     derive, summarise : callable, optional
-        ``derive(record)``: figures written beside each record of ``results.json``; ``summarise(results)``: its
-        ``summary`` block.
+        ``derive(record)``: figures written beside each record of ``results.json``; ``summarise(summary)``: its
+        ``summary`` block, from the job's analysis (``analyse``'s summary, the one its reports show).
     show : callable, optional
         ``show(config, outcome) -> text``: what the command prints after the run (e.g. a short report).
     run_rank : callable, optional

@@ -35,7 +35,6 @@ MAX_RESULTS_BYTES = 256 * 2**20
 """Results files larger than this are refused unread (a long sweep with every raw sample writes a few MiB)."""
 
 Derive = Callable[[Measurement], Dict[str, Any]]
-Summarise = Callable[[Results], Dict[str, Any]]
 
 
 class StorageError(SbprofError):
@@ -81,9 +80,9 @@ class ResultStore:
         is refused.
     derive : callable, optional
         Derived figures of a record, written beside it.
-    summarise : callable, optional
-        Figures derived from the whole file (e.g. predicted cells), written in
-        a ``summary`` block apart from the records, never read back.
+    The ``summary`` block (the job's figures from its analysis, apart from
+    the records, never read back) is the one :meth:`set_summary` was last
+    given: the runner's at its last checkpoint, the analysis its reports show.
     resumes : bool
         Whether running the same command again goes on where this run stopped (``False`` for ``sbprof run``,
         whose script cannot resume): what a full disk's message advises, and whether a save made in the space
@@ -93,21 +92,21 @@ class ResultStore:
     -------
     >>> import tempfile
     >>> folder = tempfile.mkdtemp()
-    >>> store = ResultStore(folder, Results("sweep", rules={"warmup_batches": 1}))
+    >>> store = ResultStore(folder, Results("profile", rules={"warmup_batches": 1}))
     >>> store.add(Measurement(label="c", cell=Cell(model="m"), status="skipped"))
-    >>> ResultStore(folder, Results("sweep", rules={"warmup_batches": 1})).get(Cell(model="m")).status
+    >>> ResultStore(folder, Results("profile", rules={"warmup_batches": 1})).get(Cell(model="m")).status
     'skipped'
-    >>> ResultStore(folder, Results("sweep", rules={"warmup_batches": 2}))  # doctest: +ELLIPSIS
+    >>> ResultStore(folder, Results("profile", rules={"warmup_batches": 2}))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     sbprof.base.errors.ConfigError: ...warmup_batches: 1 there, 2 now...
     """
 
     def __init__(self, folder: Union[str, Path], results: Results, derive: Optional[Derive] = None,
-                 summarise: Optional[Summarise] = None, resumes: bool = True):
+                 resumes: bool = True):
         self.path = Path(folder) / RESULTS_FILE
         self.derive = derive
-        self.summarise = summarise
+        self.summary: Optional[Dict[str, Any]] = None  # a stored file's block is rewritten, never carried
         self.resumes = resumes
         self.saved_in_reserve = False  # the last save used the space held back: the disk is full
         # JSON-normal form (tuples -> lists), comparable with a loaded file.
@@ -213,6 +212,16 @@ class ResultStore:
             raise StorageError(f"cannot write {self.path}: {exc.strerror or exc}; the {len(self._records)} "
                                "record(s) saved before are kept in it") from None
 
+    def set_summary(self, block: Dict[str, Any]) -> None:
+        """Save ``block`` as the file's ``summary`` (the analysis of the records it holds now)."""
+        before = self.summary
+        self.summary = block
+
+        def rollback() -> None:
+            self.summary = before
+
+        self.commit(rollback)
+
     def save(self) -> None:
         self.results.records = list(self._records.values())
-        atomic_write(self.path, json.dumps(self.results.to_dict(self.derive, self.summarise), indent=1) + "\n")
+        atomic_write(self.path, json.dumps(self.results.to_dict(self.derive, self.summary), indent=1) + "\n")
