@@ -69,8 +69,8 @@ def joined_values(argv: List[str], options: Tuple[str, ...]) -> List[str]:
     return out
 
 
-def merge(argv: List[str], prog: str) -> int:
-    """Merge results folders of several machines, or the rank files of one distributed run, into one report."""
+def merge_parser(prog: str) -> Parser:
+    """``sbprof merge``'s command line."""
     parser = Parser(
         prog=prog, allow_abbrev=False,
         description="Put results folders from several machines side by side in one report (machines as columns, "
@@ -81,7 +81,12 @@ def merge(argv: List[str], prog: str) -> int:
     parser.add_argument("folders", nargs="*", metavar="FOLDER", help="results folders (or results.json files), or "
                                                                      "one folder of rank files")
     parser.add_argument("--output", metavar="DIR", help="where report.md goes (a run's report: default its folder)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def merge(argv: List[str], prog: str) -> int:
+    """Merge results folders of several machines, or the rank files of one distributed run, into one report."""
+    args = merge_parser(prog).parse_args(argv)
     if len(args.folders) <= 1 and _holds_runs(args.folders):
         return merge_ranks(args.folders[0] if args.folders else None, args.output)
     if len(args.folders) == 1:
@@ -199,8 +204,12 @@ def _last_step(index: Optional[int]) -> str:
     return "no step ended" if index is None else f"last step ended: {index + 1}, counting from 1"
 
 
-def gate(argv: List[str], prog: str) -> int:
-    """The regression gate: print verdicts per cell; exit 1 when something regressed."""
+GATE_VALUES = ("--threshold", "--metric", "--confidence", "--statistic")
+"""``sbprof gate``'s options that take a value (``--threshold 5 %`` is one value)."""
+
+
+def gate_parser(prog: str) -> Parser:
+    """``sbprof gate``'s command line (its argv joined by :func:`joined_values` over :data:`GATE_VALUES` first)."""
     parser = Parser(
         prog=prog, allow_abbrev=False,
         description="Compare a new run with a baseline cell by cell, with a noise-aware verdict from the runs' "
@@ -219,7 +228,12 @@ def gate(argv: List[str], prog: str) -> int:
                         help="judge cells with fewer than 4 runs a side from their calls as if independent "
                              "(labelled WITHIN-RUN; expect false alarms)")
     parser.add_argument("--any-machine", action="store_true", help="compare results from different hardware")
-    args = parser.parse_args(joined_values(argv, ("--threshold", "--metric", "--confidence", "--statistic")))
+    return parser
+
+
+def gate(argv: List[str], prog: str) -> int:
+    """The regression gate: print verdicts per cell; exit 1 when something regressed."""
+    args = gate_parser(prog).parse_args(joined_values(argv, GATE_VALUES))
     from sbprof.analysis.gate import gate as run_gate
     from sbprof.report.gate import render_gate
     from sbprof.results import load_results

@@ -176,5 +176,5 @@ class Plan(JobPlan):
             ok, reason = adapter.available()
             return None if ok else reason
         if not os.access(python, os.X_OK):
-            return f"interpreter {python} not found (prepare it; see the README)"
+            return f"interpreter {python} not found (prepare it; see docs/transducer.md, 'Other interpreters')"
         return None
