@@ -25,7 +25,7 @@ from helpers.fake_interfaces import use_test_environment
 from helpers.paths import ROOT
 from sbprof.base.errors import ConfigError
 from sbprof.cli.tools import GATE_VALUES, gate_parser, joined_values, merge_parser, parse_threshold
-from sbprof.jobs.registry import JOBS
+from sbprof.registry import JOBS
 
 PLACEHOLDER = re.compile(r"\b(?:train\.py|hparams\.yaml|my_loop\.py|model\.yaml|power\.csv|mypackage[\w.]*)|"
                          r"path/to/[\w./-]*|^results/[\w./-]*|/work/envs/[\w./-]*")

@@ -1,7 +1,7 @@
 """One :class:`Job` per job: every part of it referenced directly, exported by its package, listed by the registry.
 
 A job package (``sweep/``, ``train/``...) exports ``JOB`` (the counts
-package exports ``JOBS``, one per command); :mod:`sbprof.jobs.registry`
+package exports ``JOBS``, one per command); :mod:`sbprof.registry`
 lists the packages and derives ``name -> Job``. Parts whose module imports
 torch or matplotlib are named by module and attribute and imported when
 called (:class:`Lazy`), so listing the jobs (``sbprof --help``) stays light;

@@ -6,7 +6,7 @@ into the job's summary (its ``analyse``, called once) and hands that one
 object to ``results.json``'s summary block (:func:`summary_block`) and to the
 job's renderer, whose files :func:`write_files` writes; a write that fails (a
 full disk) is one line. :func:`reports` does the same for a saved folder
-(:func:`sbprof.jobs.registry.render_only`), whose results.json it leaves as it is.
+(:func:`sbprof.registry.render_only`), whose results.json it leaves as it is.
 """
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from sbprof.record.codec import to_json
 from sbprof.base.errors import ConfigError
 from sbprof.base.inputfiles import what_is_there
 from sbprof.results import RESULTS_FILE, Results, StorageError
-from sbprof.results.files import DISK_FULL, atomic_write
+from sbprof.base.atomic import atomic_write
+from sbprof.results.files import DISK_FULL
 
 
 Files = Dict[str, Union[str, bytes]]

@@ -410,7 +410,7 @@ def _run_locked(plan: Plan, folder: Path, retry_failed: bool, progress_bar: bool
 
 def run_config(job: Job, cfg: Any, log: Callable[[str], None] = print) -> Outcome:
     """Run ``job`` on its checked configuration, with its analysis and renderer after each batch: what
-    ``sbprof JOB CONFIG.yaml`` does, for library callers (by name: :func:`sbprof.jobs.registry.run`)."""
+    ``sbprof JOB CONFIG.yaml`` does, for library callers (by name: :func:`sbprof.registry.run`)."""
     pre = cfg.preamble
     if pre.executor is not None:  # a cluster's machine types, each measured by run_job in its own folder
         from sbprof.jobs.cluster import run_cluster

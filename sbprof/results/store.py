@@ -28,7 +28,8 @@ from sbprof.base.errors import ConfigError, SbprofError
 from sbprof.base.inputfiles import read_input_file
 from sbprof.record import Cell, Measurement
 from sbprof.record.results import Results, differences
-from sbprof.results.files import DISK_FULL, SpaceReserve, atomic_write
+from sbprof.base.atomic import atomic_write
+from sbprof.results.files import DISK_FULL, SpaceReserve
 
 RESULTS_FILE = "results.json"
 MAX_RESULTS_BYTES = 256 * 2**20
@@ -92,14 +93,14 @@ class ResultStore:
     -------
     >>> import tempfile
     >>> folder = tempfile.mkdtemp()
-    >>> store = ResultStore(folder, Results("profile", rules={"warmup_batches": 1}))
+    >>> store = ResultStore(folder, Results("profile", rules={"warmup": 1}))
     >>> store.add(Measurement(label="c", cell=Cell(model="m"), status="skipped"))
-    >>> ResultStore(folder, Results("profile", rules={"warmup_batches": 1})).get(Cell(model="m")).status
+    >>> ResultStore(folder, Results("profile", rules={"warmup": 1})).get(Cell(model="m")).status
     'skipped'
-    >>> ResultStore(folder, Results("profile", rules={"warmup_batches": 2}))  # doctest: +ELLIPSIS
+    >>> ResultStore(folder, Results("profile", rules={"warmup": 2}))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    sbprof.base.errors.ConfigError: ...warmup_batches: 1 there, 2 now...
+    sbprof.base.errors.ConfigError: ...warmup: 1 there, 2 now...
     """
 
     def __init__(self, folder: Union[str, Path], results: Results, derive: Optional[Derive] = None,

@@ -18,7 +18,7 @@ import pytest
 from helpers.fake_interfaces import use_test_environment, write_model_folder, write_sweep_yaml
 from sbprof.analysis.limits import Limits
 from sbprof.analysis.sweep import analyse
-from sbprof.jobs.registry import get_job
+from sbprof.registry import get_job
 from sbprof.jobs.render import summary_block
 from sbprof.jobs.runner import run_config
 from sbprof.record import Cell, Env, Measurement, MemoryPeak

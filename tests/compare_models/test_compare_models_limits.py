@@ -9,7 +9,7 @@ import pytest
 from helpers.compare_fakes import record, results_of
 from sbprof.analysis.compare_models import analyse
 from sbprof.analysis.limits import Limits
-from sbprof.jobs.registry import get_job
+from sbprof.registry import get_job
 from sbprof.jobs.render import summary_block
 from sbprof.record.codec import from_json
 from sbprof.report.compare_models import render_comparison

@@ -18,7 +18,7 @@ from helpers.job_configs import COUNT_JOBS, SCRIPT_JOBS, YAML_JOBS, argv_of, exp
 from helpers.paths import ROOT, TESTS
 from sbprof.cli import main
 from sbprof.base.errors import ConfigError
-from sbprof.jobs.registry import JOBS, get_job
+from sbprof.registry import JOBS, get_job
 from sbprof.jobs.render import summary_block
 from sbprof.results import RESULTS_FILE, load_results
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from sbprof.jobs import registry
+from sbprof import registry
 from sbprof.jobs.job import Job, Lazy, written_report
 from sbprof.jobs.plan import Records
 from sbprof.jobs.preamble import SCHEMA as PREAMBLE, Defaults, Preamble, check_preamble, load_tree

@@ -14,8 +14,8 @@ import torch
 from benchmarks.gpu_truths import keep_report
 from helpers.fake_interfaces import replace_in_file, use_test_environment, write_model_folder, write_sweep_yaml
 from helpers.paths import EXAMPLE_AUDIO as EXAMPLE
-from sbprof.jobs.registry import get_job
-from sbprof.jobs.registry import render_only as render_results
+from sbprof.registry import get_job
+from sbprof.registry import render_only as render_results
 from sbprof.jobs.runner import Outcome, run_config
 from sbprof.record import Measurement
 from sbprof.report.format import sig3
