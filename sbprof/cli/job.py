@@ -16,14 +16,14 @@ import os
 import sys
 from typing import Any, List
 
-from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, Parser, error, print_outputs
+from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, error, print_outputs
 from sbprof.jobs.preamble import FLAGS, VALUES
-from sbprof.jobs.job import Invocation, Job
+from sbprof.jobs.job import ArgumentParser, Invocation, Job
 from sbprof.registry import get_job
 
 
-def parser(entry: Job, prog: str) -> Parser:
-    p = Parser(
+def parser(entry: Job, prog: str) -> ArgumentParser:
+    p = ArgumentParser(
         prog=prog, allow_abbrev=False, description=entry.help,
         usage="%(prog)s CONFIG.yaml [--key value ...]\n       %(prog)s --render-only RESULTS",
         epilog="Any other --key value overrides that key of the YAML file, SpeechBrain-style (nested mappings merged "

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
 from sbprof.base.errors import ConfigError, SbprofError
-from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, Parser, error, print_outputs
+from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, error, print_outputs
+from sbprof.jobs.job import ArgumentParser
 
 
 def parse_threshold(text: str) -> float:
@@ -69,9 +70,9 @@ def joined_values(argv: List[str], options: Tuple[str, ...]) -> List[str]:
     return out
 
 
-def merge_parser(prog: str) -> Parser:
+def merge_parser(prog: str) -> ArgumentParser:
     """``sbprof merge``'s command line."""
-    parser = Parser(
+    parser = ArgumentParser(
         prog=prog, allow_abbrev=False,
         description="Put results folders from several machines side by side in one report (machines as columns, "
                     "their environments listed; no figure mixes two machines' records); or merge the rank files of "
@@ -208,9 +209,9 @@ GATE_VALUES = ("--threshold", "--metric", "--confidence", "--statistic")
 """``sbprof gate``'s options that take a value (``--threshold 5 %`` is one value)."""
 
 
-def gate_parser(prog: str) -> Parser:
+def gate_parser(prog: str) -> ArgumentParser:
     """``sbprof gate``'s command line (its argv joined by :func:`joined_values` over :data:`GATE_VALUES` first)."""
-    parser = Parser(
+    parser = ArgumentParser(
         prog=prog, allow_abbrev=False,
         description="Compare a new run with a baseline cell by cell, with a noise-aware verdict from the runs' "
                     "raw samples (Hodges-Lehmann ratio of run medians or percentiles, exact Mann-Whitney "
@@ -270,7 +271,11 @@ def main(argv: Optional[List[str]] = None, prog: str = "sbprof gate") -> int:
     command = prog.split()[-1]
     if command not in COMMANDS and command not in ALIASES:
         raise ValueError(f"no subcommand named {command!r} here; known: {', '.join([*COMMANDS, *ALIASES])}")
-    return COMMANDS[ALIASES.get(command, command)](argv, prog)
+    try:
+        return COMMANDS[ALIASES.get(command, command)](argv, prog)
+    except ConfigError as exc:  # a usage mistake (the parser's): one line, exit code 2
+        error(str(exc))
+        return EXIT_CONFIG
 
 
 if __name__ == "__main__":

@@ -136,8 +136,9 @@ def schema_keys(module: str) -> Callable[[], List[str]]:
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse for a job's own command line: a usage mistake is a :class:`ConfigError` naming the command (the
-    command line prints it as one line, exit code 2); ``--help`` still prints the usage.
+    """The one argparse of every sbprof command line (the jobs', ``merge`` and ``gate``): a usage mistake is a
+    :class:`ConfigError` naming the command (the command line prints it as one line, exit code 2); ``--help``
+    still prints the usage.
 
     Example
     -------
