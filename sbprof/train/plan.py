@@ -73,7 +73,7 @@ class Plan(JobPlan):
     def batch(self, setting: Setting, variant: str, cells: List[Cell]) -> Batch:
         items = [Item(c, f"train:{variant} on {setting.name} run {c.run}") for c in cells]
         return Batch(name=f"training worker for {variant} on {setting.name}", module=self.worker,
-                     payload={"config": self.cfg.to_dict(), "device": setting.device, "threads": setting.threads},
+                     payload=self.payload(setting),
                      items=items, log=log_name(variant, setting.name), env=worker_env(setting.threads))
 
     def steps(self, view: StoreView) -> Iterator[Step]:

@@ -27,14 +27,14 @@ from sbprof.base.errors import ConfigError, MeasurementError
 SBPROF_ROOT = str(Path(__file__).resolve().parents[2])
 
 
-def worker_env(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+def child_env(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
     """The environment of a process sbprof starts (a worker, torchrun's ranks, a merge): this one's, with ``extra``,
     and a ``PYTHONPATH`` that leads with the folder holding this sbprof, so the process imports this sbprof
     whatever its interpreter or working directory.
 
     Example
     -------
-    >>> env = worker_env({"SBPROF_X": "1"})
+    >>> env = child_env({"SBPROF_X": "1"})
     >>> env["SBPROF_X"], env["PYTHONPATH"].split(os.pathsep)[0] == SBPROF_ROOT
     ('1', True)
     """
@@ -206,7 +206,7 @@ class Supervisor:
 
     def _spawn(self, write_fd: int, n: int) -> subprocess.Popen:
         self.job.log_path.parent.mkdir(parents=True, exist_ok=True)
-        env = worker_env(self.job.env)
+        env = child_env(self.job.env)
         with open(self.job.log_path, "a") as log:
             log.write(f"--- {self.job.name}: {n} item(s)\n")
             log.flush()
