@@ -21,12 +21,13 @@ from sbprof.jobs.plan import (Batch, Group, Item, JobPlan, Records, Step, StoreV
 from sbprof.jobs.preamble import Setting
 from sbprof.record import Cell
 from sbprof.record.results import Results
+from sbprof.compare_models import JOB
 
 
 class Plan(JobPlan):
     """The comparison's plan (see the module docstring and :class:`sbprof.jobs.plan.Plan`)."""
 
-    job, worker = "compare-models", "sbprof.compare_models.worker"
+    job, worker = JOB.name, "sbprof.compare_models.worker"  # the name its Job gives
     cfg: CompareConfig
 
     def header(self) -> Results:

@@ -20,6 +20,7 @@ from sbprof.jobs.preamble import Setting
 from sbprof.record import Cell
 from sbprof.record.results import Results
 from sbprof.stream.config import StreamConfig
+from sbprof.stream import JOB
 
 
 def left_text(left: int) -> str:
@@ -46,7 +47,7 @@ def utterance_seconds(cfg: StreamConfig) -> float:
 class Plan(JobPlan):
     """The stream job's plan (see the module docstring and :class:`sbprof.jobs.plan.Plan`)."""
 
-    job, worker = "stream", "sbprof.stream.worker"
+    job, worker = JOB.name, "sbprof.stream.worker"  # the name its Job gives
 
     def __init__(self, cfg: StreamConfig):
         super().__init__(cfg)

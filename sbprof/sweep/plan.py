@@ -30,6 +30,7 @@ from sbprof.analysis.predictions import predict_cells
 from sbprof.record import Cell, Measurement
 from sbprof.record.results import Results
 from sbprof.sweep.schema import MEASURED_MIN_S, SweepConfig
+from sbprof.sweep import JOB
 
 TRACE_DIR = "traces"
 
@@ -37,7 +38,7 @@ TRACE_DIR = "traces"
 class Plan(JobPlan):
     """The sweep's plan (see the module docstring and :class:`sbprof.jobs.plan.Plan`)."""
 
-    job, worker = "profile", "sbprof.sweep.worker"
+    job, worker = JOB.name, "sbprof.sweep.worker"  # the name its Job gives
 
     def __init__(self, cfg: SweepConfig):
         super().__init__(cfg)

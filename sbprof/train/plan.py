@@ -33,12 +33,13 @@ from sbprof.record import Cell, Measurement
 from sbprof.record.results import Results
 from sbprof.train.config import TrainConfig
 from sbprof.train.models import build_modules
+from sbprof.train import JOB
 
 
 class Plan(JobPlan):
     """The training recipe's plan (see the module docstring and :class:`sbprof.jobs.plan.Plan`)."""
 
-    job, worker = "train", "sbprof.train.worker"
+    job, worker = JOB.name, "sbprof.train.worker"  # the name its Job gives
 
     def __init__(self, cfg: TrainConfig):
         from sbprof.measuring.modules.selection import select_modules
