@@ -145,7 +145,7 @@ def model_pools(model: str, runs: int, audio_s: float, slowdown: float, samples:
     larger ``runs`` to add only the missing ones. Without it they go to a temporary folder."""
     from sbprof.compare_models.config import validate
     from sbprof.models.interfaces import resolve_interface
-    from sbprof.jobs.registry import get_job
+    from sbprof.registry import get_job
     from sbprof.jobs.runner import run_config
     from sbprof.models.build import LOCAL_MODELS
     from sbprof.results import load_results, prepare_output_folder

@@ -43,7 +43,7 @@ FIGURES = {"time_s": "batch time", "batch_memory_bytes": "memory a batch adds", 
 
 
 def main() -> None:
-    from sbprof.jobs.registry import run
+    from sbprof.registry import run
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=["encoder_asr", "encoder_decoder_asr", "enhancement"])

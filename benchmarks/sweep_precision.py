@@ -31,7 +31,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from sbprof.analysis.intervals import typical_interval
 from sbprof.analysis.grid import make_grid
 from sbprof.jobs.plan import Step, StoreView
-from sbprof.jobs.registry import get_job
+from sbprof.registry import get_job
 from sbprof.jobs.runner import run_job
 from sbprof.results import load_results
 from sbprof.analysis.runs import group_runs

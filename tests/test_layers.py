@@ -1,12 +1,12 @@
 """The architecture holds: layers point one way, no import cycles, light commands stay light, jobs stay apart.
 
-Layers (README, "Architecture"):
+Layers (docs/architecture.md):
   0 record / statistics: pure, no torch at import;
   1 measuring and I/O: clocks, memory, profiler events, energy, results files, worker processes;
-  2 features: the jobs runner and registry, the jobs, renderers, decorators, models, FLOPs, parameters;
-  3 the command line.
-Beside the layers: no job imports another job, the runner imports no job (the registry, a package above the jobs,
-lists them), and
+  2 features: the jobs runner, the jobs, renderers, decorators, models, FLOPs, parameters;
+  3 the registry of the jobs (sbprof/registry.py, above the job packages) and the command line.
+Beside the layers: no job imports another job, the runner imports no job (the registry lists them), the house's
+"never" rules hold (PARTS, NEVER), and
 renderers import no job and call no statistics (they format a summary analysed before them).
 """
 from __future__ import annotations
@@ -27,10 +27,10 @@ LAYERS = {
     1: ("sbprof.measuring", "sbprof.models", "sbprof.results", "sbprof.workers", "sbprof.cluster"),
     2: ("sbprof.report", "sbprof.jobs", "sbprof.decorators", "sbprof.distributed", "sbprof.sweep", "sbprof.compare_models",
         "sbprof.train", "sbprof.transducer", "sbprof.counts", "sbprof.stream", "sbprof.script"),
-    3: ("sbprof.cli", "sbprof.pytest_plugin", "sbprof.__main__"),
+    3: ("sbprof.registry", "sbprof.cli", "sbprof.pytest_plugin", "sbprof.__main__"),
 }
 """One folder per layer (docs/architecture.md): a module's layer is its top package's."""
-from sbprof.jobs.registry import PACKAGES  # noqa: E402
+from sbprof.registry import PACKAGES  # noqa: E402  # the job packages: the registry's own list
 
 JOBS = tuple(package.__name__ for package in PACKAGES)
 """The job packages (each exports its Job and the registry lists it), none importing another."""
@@ -46,7 +46,7 @@ def layer_of(module: str) -> int:
     for layer, prefixes in LAYERS.items():
         if any(module == p or module.startswith(p + ".") for p in prefixes):
             return layer
-    raise AssertionError(f"{module} is in no layer: add it to LAYERS (and to the README's architecture)")
+    raise AssertionError(f"{module} is in no layer: add it to LAYERS (and to docs/architecture.md)")
 
 
 def is_module(name: str) -> bool:
@@ -89,8 +89,7 @@ def job_of(module: str):
 
 def test_no_job_imports_another_and_the_runner_imports_none():
     wrong = [f"{m} imports {t}" for m, targets in imports().items() for t in targets
-             if job_of(t) and (job_of(m) or m.startswith("sbprof.jobs")) and job_of(m) != job_of(t)
-             and not m.startswith("sbprof.jobs.registry")]
+             if job_of(t) and (job_of(m) or m.startswith("sbprof.jobs")) and job_of(m) != job_of(t)]
     assert not wrong, "\n".join(wrong)
 
 
@@ -145,9 +144,11 @@ def test_no_import_cycle():
 
 
 def package_of(module: str) -> str:
-    """The package a module sits in (a package's ``__init__`` is its own package)."""
+    """The package a module sits in (a package's ``__init__`` is its own package; so is a module at sbprof's top,
+    ``sbprof.registry`` or ``sbprof.__main__``, each a part of its own, not of the package face)."""
     path = PACKAGE.parent.joinpath(*module.split("."))
-    return module if (path / "__init__.py").is_file() else module.rpartition(".")[0]
+    top = module.count(".") == 1
+    return module if (path / "__init__.py").is_file() or top else module.rpartition(".")[0]
 
 
 def test_no_package_level_import_cycle():
@@ -191,4 +192,53 @@ def test_renderers_neither_read_records_nor_write_files():
     forbidden = ("sbprof.record", "sbprof.results", "sbprof.workers")
     wrong = [f"{m} imports {t}" for m, targets in imports().items() if m.startswith("sbprof.report")
              for t in targets if t.startswith(forbidden)]
+    assert not wrong, "\n".join(wrong)
+
+
+PARTS = {
+    "Face": ("sbprof.cli", "sbprof.__main__"),
+    "Registry": ("sbprof.registry",),
+    "Jobs": ("sbprof.jobs", "sbprof.workers", "sbprof.results", "sbprof.cluster"),
+    "Sweep": ("sbprof.sweep",), "Compare": ("sbprof.compare_models",), "Train": ("sbprof.train",),
+    "Transducer": ("sbprof.transducer",), "Stream": ("sbprof.stream",), "Counts": ("sbprof.counts",),
+    "Run": ("sbprof.script",),
+    "Decorators": ("sbprof.decorators", "sbprof.pytest_plugin", "sbprof.distributed"),
+    "Render": ("sbprof.report",), "Analysis": ("sbprof.analysis",), "Measure": ("sbprof.measuring",),
+    "Models": ("sbprof.models",), "Record": ("sbprof.record",), "Base": ("sbprof.base", "sbprof.errors"),
+}
+"""The house's parts (the design the project was built to), each the modules under its folders."""
+JOB_PARTS = ("Sweep", "Compare", "Train", "Transducer", "Stream", "Counts", "Run")
+NEVER = [
+    *[("Render", job, "a renderer formats a Summary, never a job") for job in JOB_PARTS],
+    ("Render", "Record", "renderers read the Summary, never a Measurement"),
+    ("Render", "Jobs", "renderers return contents; jobs/render.py writes"),
+    ("Render", "Measure", "a renderer measures nothing"),
+    *[(a, b, "jobs do not import each other") for a in JOB_PARTS for b in JOB_PARTS if a != b],
+    ("Analysis", "Measure", "statistics are pure: no torch, no clocks"),
+    ("Analysis", "Jobs", "analysis reads results, never files or workers"),
+    ("Analysis", "Render", "analysis computes; renderers print"),
+    ("Record", "Analysis", "the record sits at the bottom"),
+    *[("Measure", job, "measuring knows no job") for job in JOB_PARTS],
+    ("Measure", "Analysis", "measuring knows no statistics"),
+    ("Measure", "Jobs", "measuring knows no runner"),
+    ("Jobs", "Face", "the runner never calls the command line"),
+    ("Jobs", "Registry", "the runner reaches a job through its Job object, never by the registry's list"),
+    *[(job, "Registry", "a job package is listed by the registry, never reads it") for job in JOB_PARTS],
+]
+"""Imports that must never be, with why."""
+
+
+def part_of(module: str) -> Optional[str]:
+    return next((part for part, prefixes in PARTS.items()
+                 if any(module == p or module.startswith(p + ".") for p in prefixes)), None)
+
+
+def test_every_module_is_in_a_part_and_every_job_package_of_the_registry_is_a_job_part():
+    assert all(part_of(module) for module in imports()), [m for m in imports() if not part_of(m)]
+    assert {part_of(job) for job in JOBS} == set(JOB_PARTS)
+
+
+def test_the_imports_that_must_never_be():
+    wrong = [f"{m} imports {t}: {why}" for m, targets in imports().items() for t in targets
+             for a, b, why in NEVER if part_of(m) == a and part_of(t) == b]
     assert not wrong, "\n".join(wrong)

@@ -30,7 +30,7 @@ from sbprof.analysis.runs import (NoiseFloor, cpu_cost_over_runs, group_runs, lo
 from sbprof.analysis.sweep_limits import TimeModel, cell_rtf, fit_time_model, sweep_limits
 from sbprof.analysis.sweep_plot import PlotLine, plot_lines
 from sbprof.base.stats import Stats, summarise
-from sbprof.record import STATUSES, Measurement
+from sbprof.record import STATUSES, Cell, Measurement
 from sbprof.record.results import Results
 
 GridKey = Tuple[float, int]
@@ -56,7 +56,9 @@ class SweepCell:
     of a cell measured several times; ``busy_error`` why its profiled batch
     gave no busy time; ``predicted``: keyed ``rtf``, ``rtfx``,
     ``batch_memory_bytes``, ``peak_memory_bytes``, the predictions its
-    tables show.
+    tables show; ``cell``: the cell of its first run (``results.json``'s
+    summary names it so), ``outlier_runs`` the run numbers ``over_runs``
+    leaves out of the spread.
     """
 
     status: str
@@ -75,6 +77,8 @@ class SweepCell:
     cpu_over_runs: Optional[RunsSummary] = None
     others_load: Optional[float] = None
     judged_on_cpu: bool = False
+    cell: Optional[Cell] = None
+    outlier_runs: Tuple[int, ...] = ()
 
     @property
     def cpu_cost(self) -> Optional[float]:
@@ -181,7 +185,7 @@ def _cell(runs: Sequence[Measurement], predictions: Dict[str, CellPrediction],
     ok = [m for m in runs if m.ok and m.wall_s]
     if not ok:
         return SweepCell(status=rep.status, runs=0, message=rep.message,
-                         predicted=shown_predictions(rep.cell.grid_key, predictions))
+                         predicted=shown_predictions(rep.cell.grid_key, predictions), cell=runs[0].cell)
     confidence = float(rep.settings.get("repeats", {}).get("confidence", 0.95))
     summary = rtf_over_runs(ok, confidence, prior)
     cpu = cpu_cost_over_runs(ok, confidence, cpu_prior)
@@ -208,7 +212,8 @@ def _cell(runs: Sequence[Measurement], predictions: Dict[str, CellPrediction],
                                     if m.memory else None),
         cpu_one_run=summarise([c / batch_audio_seconds(ok[0]) for c in ok[0].cpu_s])
         if cpu is not None and len(ok) == 1 else None,
-        cpu_over_runs=cpu if cpu is not None and len(ok) > 1 else None, others_load=load, judged_on_cpu=on_cpu)
+        cpu_over_runs=cpu if cpu is not None and len(ok) > 1 else None, others_load=load, judged_on_cpu=on_cpu,
+        cell=runs[0].cell, outlier_runs=tuple(ok[i].cell.run for i in summary.interval.outliers))
 
 
 def _setting(device: str, threads: int, records: List[Measurement], references: List[Measurement],
@@ -303,23 +308,24 @@ def analyse(results: Results) -> SweepSummary:
         limits=sweep_limits(list(models.values())))
 
 
-def summary_block(results: Results) -> Dict[str, Any]:
-    """The ``summary`` block of a sweep's results.json, for readers without sbprof (never read back as data).
+def summary_block(summary: SweepSummary) -> Dict[str, Any]:
+    """The ``summary`` block of a sweep's results.json, for readers without sbprof (never read back as data), from
+    the analysis its report shows (the same intervals, at the configured ``repeats.confidence``).
 
     ``rtf``: per cell measured in several runs, the RTF over runs with both
     intervals (the typical value's and the order-statistics one for the
     median) and ``outlier_runs``, the run numbers left out of the spread;
     ``predicted``: predicted cells, kept apart from measured ones.
-    """
-    over_runs = []
-    priors = spread_priors(results.records)
-    for runs in group_runs(results.records).values():
-        summary = rtf_over_runs(runs, prior=priors[worker_group(runs[0])])
-        if summary is not None and summary.interval.runs > 1:
-            timed = [m for m in runs if m.ok and m.wall_s]  # the runs the summary holds, in its order
-            over_runs.append({"cell": runs[0].cell.to_dict(), **summary.to_dict(),
-                              "outlier_runs": [timed[i].cell.run for i in summary.interval.outliers]})
-    predicted = [{"model": model, "variant": variant or None, **p.to_dict()}
-                 for (model, variant), group in _by_model(results.records).items() for p in predict_cells(group)]
-    return {"rtf": over_runs, "predicted": predicted}
 
+    Example
+    -------
+    >>> summary_block(analyse(Results("profile")))
+    {'rtf': [], 'predicted': []}
+    """
+    over_runs = [{"cell": c.cell.to_dict() if c.cell else None, **c.over_runs.to_dict(),
+                  "outlier_runs": list(c.outlier_runs)}
+                 for model in summary.models for setting in model.settings for c in setting.cells.values()
+                 if c.over_runs is not None]
+    predicted = [{"model": model.model, "variant": model.variant, **p.to_dict()}
+                 for model in summary.models for p in model.predicted]
+    return {"rtf": over_runs, "predicted": predicted}

@@ -16,7 +16,7 @@ import sys
 from typing import Dict, List, Optional
 
 from sbprof.cli.common import EXIT_CONFIG, error
-from sbprof.jobs.registry import JOBS
+from sbprof.registry import JOBS
 
 TOOLS: Dict[str, str] = {
     "merge": "results folders of several machines (or ranks) side by side in one report",

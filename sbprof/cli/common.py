@@ -1,10 +1,9 @@
 """What every subcommand shares: exit codes, one-line errors, the list of files written."""
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
-from typing import Dict, NoReturn, Optional, TextIO
+from typing import Dict, Optional, TextIO
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -23,12 +22,3 @@ def print_outputs(outputs: Dict[str, Path], file: Optional[TextIO] = None) -> No
     """One ``name: path`` line per file a command wrote (on ``file``; standard output as it is when called)."""
     for name, path in outputs.items():
         print(f"{name}: {path}", file=file or sys.stdout)
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse with sbprof's one-line errors: a usage mistake is ``sbprof: error: PROG: ...`` and exit code 2
-    (``--help`` still prints the usage)."""
-
-    def error(self, message: str) -> NoReturn:
-        error(f"{self.prog}: {message} (see --help)")
-        raise SystemExit(EXIT_CONFIG)

@@ -1,6 +1,6 @@
 """``sbprof JOB CONFIG.yaml [--key value ...]`` and ``sbprof JOB --render-only RESULTS``, for every registered job.
 
-One command line for every job (:mod:`sbprof.jobs.registry`): a job with a
+One command line for every job (:mod:`sbprof.registry`): a job with a
 command line of its own (``sbprof flops TARGET``) parses it itself
 (:attr:`~sbprof.jobs.job.Job.parse`); for the others any
 ``--key value`` overrides that key of the YAML file, SpeechBrain-style; the
@@ -16,14 +16,14 @@ import os
 import sys
 from typing import Any, List
 
-from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, Parser, error, print_outputs
+from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, error, print_outputs
 from sbprof.jobs.preamble import FLAGS, VALUES
-from sbprof.jobs.job import Invocation, Job
-from sbprof.jobs.registry import get_job
+from sbprof.jobs.job import ArgumentParser, Invocation, Job
+from sbprof.registry import get_job
 
 
-def parser(entry: Job, prog: str) -> Parser:
-    p = Parser(
+def parser(entry: Job, prog: str) -> ArgumentParser:
+    p = ArgumentParser(
         prog=prog, allow_abbrev=False, description=entry.help,
         usage="%(prog)s CONFIG.yaml [--key value ...]\n       %(prog)s --render-only RESULTS",
         epilog="Any other --key value overrides that key of the YAML file, SpeechBrain-style (nested mappings merged "
@@ -126,7 +126,7 @@ def run_rank(entry: Job, cfg: Any) -> int:
 def render_only(entry: Job, target: str) -> int:
     """``--render-only RESULTS``: the reports again from a saved folder of this job, nothing measured."""
     from sbprof.base.errors import ConfigError
-    from sbprof.jobs.registry import render_only as render
+    from sbprof.registry import render_only as render
     from sbprof.results import StorageError
 
     try:

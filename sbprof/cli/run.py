@@ -24,7 +24,7 @@ def main(argv: List[str], prog: str = "sbprof run") -> int:
     """Run ``sbprof run`` (see the module docstring); return the exit code."""
     from sbprof.base.errors import ConfigError
     from sbprof.cli.job import configure
-    from sbprof.jobs.render import reports, summary_block
+    from sbprof.jobs.render import Reporting
     from sbprof.jobs.runner import run_job
     from sbprof.results import FolderInUse, StorageError
     from sbprof.script import JOB as entry
@@ -38,13 +38,10 @@ def main(argv: List[str], prog: str = "sbprof run") -> int:
     created = not os.path.exists(folder)
     plan = entry.plan(cfg)
     plan.after_script.held = True  # Ctrl-C after the script waits for the reports (sbprof.script.interrupts)
-
-    def render(results):
-        log("writing report.md")
-        return reports(entry, results, folder)
     try:
-        outcome = run_job(plan, folder, progress_bar=False, render=render,
-                          summarise=lambda results: summary_block(entry, results), log=log, resumes=entry.resumes)
+        outcome = run_job(plan, folder, progress_bar=False,
+                          reporting=Reporting(entry, folder, announce=lambda: log("writing report.md")), log=log,
+                          resumes=entry.resumes)
     except (ConfigError, FolderInUse) as exc:
         if created:
             shutil.rmtree(folder, ignore_errors=True)

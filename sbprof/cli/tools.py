@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
 from sbprof.base.errors import ConfigError, SbprofError
-from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, Parser, error, print_outputs
+from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, error, print_outputs
+from sbprof.jobs.job import ArgumentParser
 
 
 def parse_threshold(text: str) -> float:
@@ -69,9 +70,9 @@ def joined_values(argv: List[str], options: Tuple[str, ...]) -> List[str]:
     return out
 
 
-def merge(argv: List[str], prog: str) -> int:
-    """Merge results folders of several machines, or the rank files of one distributed run, into one report."""
-    parser = Parser(
+def merge_parser(prog: str) -> ArgumentParser:
+    """``sbprof merge``'s command line."""
+    parser = ArgumentParser(
         prog=prog, allow_abbrev=False,
         description="Put results folders from several machines side by side in one report (machines as columns, "
                     "their environments listed; no figure mixes two machines' records); or merge the rank files of "
@@ -81,7 +82,12 @@ def merge(argv: List[str], prog: str) -> int:
     parser.add_argument("folders", nargs="*", metavar="FOLDER", help="results folders (or results.json files), or "
                                                                      "one folder of rank files")
     parser.add_argument("--output", metavar="DIR", help="where report.md goes (a run's report: default its folder)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def merge(argv: List[str], prog: str) -> int:
+    """Merge results folders of several machines, or the rank files of one distributed run, into one report."""
+    args = merge_parser(prog).parse_args(argv)
     if len(args.folders) <= 1 and _holds_runs(args.folders):
         return merge_ranks(args.folders[0] if args.folders else None, args.output)
     if len(args.folders) == 1:
@@ -199,9 +205,13 @@ def _last_step(index: Optional[int]) -> str:
     return "no step ended" if index is None else f"last step ended: {index + 1}, counting from 1"
 
 
-def gate(argv: List[str], prog: str) -> int:
-    """The regression gate: print verdicts per cell; exit 1 when something regressed."""
-    parser = Parser(
+GATE_VALUES = ("--threshold", "--metric", "--confidence", "--statistic")
+"""``sbprof gate``'s options that take a value (``--threshold 5 %`` is one value)."""
+
+
+def gate_parser(prog: str) -> ArgumentParser:
+    """``sbprof gate``'s command line (its argv joined by :func:`joined_values` over :data:`GATE_VALUES` first)."""
+    parser = ArgumentParser(
         prog=prog, allow_abbrev=False,
         description="Compare a new run with a baseline cell by cell, with a noise-aware verdict from the runs' "
                     "raw samples (Hodges-Lehmann ratio of run medians or percentiles, exact Mann-Whitney "
@@ -219,7 +229,12 @@ def gate(argv: List[str], prog: str) -> int:
                         help="judge cells with fewer than 4 runs a side from their calls as if independent "
                              "(labelled WITHIN-RUN; expect false alarms)")
     parser.add_argument("--any-machine", action="store_true", help="compare results from different hardware")
-    args = parser.parse_args(joined_values(argv, ("--threshold", "--metric", "--confidence", "--statistic")))
+    return parser
+
+
+def gate(argv: List[str], prog: str) -> int:
+    """The regression gate: print verdicts per cell; exit 1 when something regressed."""
+    args = gate_parser(prog).parse_args(joined_values(argv, GATE_VALUES))
     from sbprof.analysis.gate import gate as run_gate
     from sbprof.report.gate import render_gate
     from sbprof.results import load_results
@@ -256,7 +271,11 @@ def main(argv: Optional[List[str]] = None, prog: str = "sbprof gate") -> int:
     command = prog.split()[-1]
     if command not in COMMANDS and command not in ALIASES:
         raise ValueError(f"no subcommand named {command!r} here; known: {', '.join([*COMMANDS, *ALIASES])}")
-    return COMMANDS[ALIASES.get(command, command)](argv, prog)
+    try:
+        return COMMANDS[ALIASES.get(command, command)](argv, prog)
+    except ConfigError as exc:  # a usage mistake (the parser's): one line, exit code 2
+        error(str(exc))
+        return EXIT_CONFIG
 
 
 if __name__ == "__main__":

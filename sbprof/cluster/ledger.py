@@ -26,7 +26,7 @@ from typing import Any, Dict, List, Union
 
 from sbprof.base.errors import ConfigError
 from sbprof.base.inputfiles import read_input_file
-from sbprof.results.files import atomic_write
+from sbprof.base.atomic import atomic_write
 
 LEDGER_FILE = "cluster-jobs.json"
 MAX_LEDGER_BYTES = 64 * 2**20

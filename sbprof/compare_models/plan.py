@@ -17,17 +17,17 @@ from sbprof.models.audio import input_kind
 from sbprof.compare_models.meterlog import attach_meter_log
 from sbprof.compare_models.schema import CompareConfig, Variant
 from sbprof.jobs.plan import (Batch, Group, Item, JobPlan, Records, Step, StoreView, interleaved_passes, log_name,
-                              repeat_policy, worker_env)
+                              models_header, repeat_policy, worker_env)
 from sbprof.jobs.preamble import Setting
-from sbprof.models.source import fingerprint
 from sbprof.record import Cell
 from sbprof.record.results import Results
+from sbprof.compare_models import JOB
 
 
 class Plan(JobPlan):
     """The comparison's plan (see the module docstring and :class:`sbprof.jobs.plan.Plan`)."""
 
-    job, worker = "compare-models", "sbprof.compare_models.worker"
+    job, worker = JOB.name, "sbprof.compare_models.worker"  # the name its Job gives
     cfg: CompareConfig
 
     def header(self) -> Results:
@@ -37,7 +37,7 @@ class Plan(JobPlan):
             {"vary": cfg.vary, **fixed, "frame_shift_s": cfg.frame_shift_s,
                   "input": input_kind(cfg.example_audio, self.pre.seed), "warmup": self.pre.warmup,
                   "measured": self.pre.measured},
-            {v.name: {**v.source.describe(), "fingerprint": fingerprint(v.source)} for v in cfg.variants})
+            models_header({v.name: v.source for v in cfg.variants}))
 
     def expected(self) -> int:
         return len(self.pre.settings) * len(self.cfg.variants) * len(self.cfg.values) * self.pre.repeats.first_pass
@@ -75,8 +75,7 @@ class Plan(JobPlan):
         run = cells[0].run
         items = [Item(c, self.label(c), {"settings": self.settings(variant)}) for c in cells]
         return Batch(name=f"worker for {variant.name} on {setting.name} (run {run})", module=self.worker,
-                     payload={"config": self.cfg.to_dict(), "variant": variant.name, "device": setting.device,
-                              "threads": setting.threads},
+                     payload=self.payload(setting, variant=variant.name),
                      items=items, log=log_name(variant.name), env=worker_env(setting.threads))
 
     def steps(self, view: StoreView) -> Iterator[Step]:

@@ -4,8 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
-from sbprof.jobs.plan import Batch, Item, JobPlan, Step, StoreView, log_name, worker_env
-from sbprof.models.source import fingerprint
+from sbprof.jobs.plan import Batch, Item, JobPlan, Step, StoreView, log_name, models_header, worker_env
 from sbprof.record import Cell
 from sbprof.record.results import Results
 from sbprof.counts.target import CountsConfig
@@ -27,7 +26,7 @@ class Plan(JobPlan):
         rules["input"] = [list(s) for s in cfg.input] if cfg.input else None
         rules["select"] = list(cfg.select)
         return self.results({**rules, "seed": cfg.preamble.seed},
-                              {cfg.target: {**cfg.source.describe(), "fingerprint": fingerprint(cfg.source)}})
+                            models_header({cfg.target: cfg.source}))
 
     def expected(self) -> int:
         return 1
@@ -40,6 +39,6 @@ class Plan(JobPlan):
                     batch_size=None if cfg.source.is_module else cfg.batch_size,
                     input=f"random:seed={cfg.preamble.seed}")
         yield Batch(name=f"{cfg.command} worker for {Path(cfg.target).name}", module=self.worker,
-                    payload={"config": cfg.to_dict(), "device": setting.device, "threads": setting.threads},
+                    payload=self.payload(setting),
                     items=[Item(cell, f"{cfg.command} {cfg.target}")], log=log_name(cfg.command),
                     env=worker_env(setting.threads))

@@ -48,11 +48,10 @@ class Launch:
 
 def run_world(command: List[str], env: Dict[str, str], timeout_s: float, log_path: Path) -> Launch:
     """Run a torchrun command to its end or to the deadline (see the module docstring); output to ``log_path``."""
-    from sbprof.workers.supervisor import SBPROF_ROOT
+    from sbprof.workers.supervisor import child_env
 
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    full_env = dict(os.environ, **env)
-    full_env["PYTHONPATH"] = os.pathsep.join(p for p in (SBPROF_ROOT, full_env.get("PYTHONPATH")) if p)
+    full_env = child_env(env)
     start = time.perf_counter()
     with open(log_path, "a") as log:
         log.write("$ " + " ".join(command) + "\n")

@@ -214,12 +214,10 @@ def end_barrier(store: Any, run_id: str, world: World, reason: str, timeout_s: f
 def run_merge(run_folder: Path, timeout_s: Optional[float] = None) -> Optional[int]:
     """``sbprof merge RUN_FOLDER`` in a fresh process (the measuring process never renders); its exit code
     (``None`` past ``timeout_s``)."""
-    from sbprof.workers.supervisor import SBPROF_ROOT
+    from sbprof.workers.supervisor import child_env
 
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (SBPROF_ROOT, env.get("PYTHONPATH")) if p)
     try:
-        return subprocess.run([sys.executable, "-m", "sbprof", "merge", str(run_folder)], env=env,
+        return subprocess.run([sys.executable, "-m", "sbprof", "merge", str(run_folder)], env=child_env(),
                               timeout=timeout_s).returncode
     except subprocess.TimeoutExpired:
         return None

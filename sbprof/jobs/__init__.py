@@ -1,8 +1,8 @@
-"""Every job's one way to run: the registry, the shared preamble, the plan helpers, the runner and render-only.
+"""Every job's one way to run: what a job is, the shared preamble, the plan helpers, the runner and its reports.
 
 - :mod:`sbprof.jobs.job`: what a job is (:class:`~sbprof.jobs.job.Job`), exported by each job package;
-- :mod:`sbprof.jobs.registry`: every job package listed, ``name -> Job``, :func:`sbprof.run` and ``render_only``
-  (a package above the job packages);
+- :mod:`sbprof.registry` (above this package and the job packages, never imported from them): every job
+  package listed, ``name -> Job``, :func:`sbprof.run` and ``render_only``;
 - :mod:`sbprof.jobs.preamble`: the configuration keys every job shares, checked one way;
 - :mod:`sbprof.jobs.plan`: what a job's plan hands the runner (worker batches, records) and the
   interleaved passes over runs;

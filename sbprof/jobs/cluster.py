@@ -75,7 +75,7 @@ def run_cluster(job: Job, cfg: Any, log: Callable[[str], None], run_job: Callabl
                 outcome: Callable[..., Any]) -> Any:
     """Measure ``job`` on every machine type of its executor (see the module docstring), each type by the runner's
     ``run_job``; the runner's ``outcome`` (:class:`~sbprof.jobs.runner.Outcome`) of all types together."""
-    from sbprof.jobs.render import reports, summary_block
+    from sbprof.jobs.render import Reporting
 
     pre = cfg.preamble
     spec: ExecutorSpec = pre.executor
@@ -95,8 +95,7 @@ def run_cluster(job: Job, cfg: Any, log: Callable[[str], None], run_job: Callabl
         try:
             outcomes[machine.name] = run_job(
                 plan, str(folder), retry_failed=pre.retry_failed, progress_bar=pre.progress_bar and len(runs) == 1,
-                render=lambda results: reports(job, results, folder), derive=job.derive,
-                summarise=lambda results: summary_block(job, results), log=lambda line: log(f"{machine.name}: {line}"),
+                reporting=Reporting(job, folder), derive=job.derive, log=lambda line: log(f"{machine.name}: {line}"),
                 time_budget_s=pre.time_budget_s, executor=executor)
         except BaseException as exc:  # kept for the main thread, which raises the first
             errors.append(exc)

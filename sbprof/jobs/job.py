@@ -1,7 +1,7 @@
 """One :class:`Job` per job: every part of it referenced directly, exported by its package, listed by the registry.
 
 A job package (``sweep/``, ``train/``...) exports ``JOB`` (the counts
-package exports ``JOBS``, one per command); :mod:`sbprof.jobs.registry`
+package exports ``JOBS``, one per command); :mod:`sbprof.registry`
 lists the packages and derives ``name -> Job``. Parts whose module imports
 torch or matplotlib are named by module and attribute and imported when
 called (:class:`Lazy`), so listing the jobs (``sbprof --help``) stays light;
@@ -67,8 +67,8 @@ class Job:
         ``parse(argv, prog) -> Invocation``: the job's own command line (``sbprof flops TARGET ...``), instead of
         ``CONFIG.yaml [--key value]``.
     derive, summarise : callable, optional
-        ``derive(record)``: figures written beside each record of ``results.json``; ``summarise(results)``: its
-        ``summary`` block.
+        ``derive(record)``: figures written beside each record of ``results.json``; ``summarise(summary)``: its
+        ``summary`` block, from the job's analysis (``analyse``'s summary, the one its reports show).
     show : callable, optional
         ``show(config, outcome) -> text``: what the command prints after the run (e.g. a short report).
     run_rank : callable, optional
@@ -136,8 +136,9 @@ def schema_keys(module: str) -> Callable[[], List[str]]:
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse for a job's own command line: a usage mistake is a :class:`ConfigError` naming the command (the
-    command line prints it as one line, exit code 2); ``--help`` still prints the usage.
+    """The one argparse of every sbprof command line (the jobs', ``merge`` and ``gate``): a usage mistake is a
+    :class:`ConfigError` naming the command (the command line prints it as one line, exit code 2); ``--help``
+    still prints the usage.
 
     Example
     -------

@@ -26,7 +26,7 @@ import itertools
 import random
 import sys
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Protocol, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Protocol, Sequence, Union
 
 from sbprof.analysis.intervals import RepeatPolicy, SpreadPrior
 from sbprof.base.errors import ConfigError
@@ -186,6 +186,11 @@ class JobPlan:
         self.cfg = cfg
         self.pre = cfg.preamble
 
+    def payload(self, setting: Any, **more: Any) -> Dict[str, Any]:
+        """What a batch's worker is sent: the checked configuration, the setting's device and threads, and
+        ``more`` (the job's own: a variant, a mode)."""
+        return {"config": self.cfg.to_dict(), "device": setting.device, "threads": setting.threads, **more}
+
     def results(self, rules: Dict[str, Any], models: Dict[str, Dict[str, Any]]) -> Results:
         """What a run measures under: this job, its rules and models, and this machine (hardware, libraries)."""
         from sbprof.measuring.env import collect_env
@@ -193,6 +198,14 @@ class JobPlan:
 
         env = collect_env()
         return Results(job=self.job, rules=rules, models=models, machine={k: getattr(env, k) for k in MACHINE_KEYS})
+
+
+def models_header(sources: Mapping[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """The ``models`` of a results header, for models named by source (``name -> ModelSource``): each one's
+    description and the fingerprint of its build, which a resumed run must match."""
+    from sbprof.models.source import fingerprint
+
+    return {name: {**src.describe(), "fingerprint": fingerprint(src)} for name, src in sources.items()}
 
 
 def needs_measuring(view: StoreView, cell: Cell) -> bool:

@@ -13,12 +13,15 @@ For any job (:class:`~sbprof.jobs.job.Job`), :func:`run_job`:
   each batch in a fresh worker process (:class:`~sbprof.workers.supervisor.Supervisor`:
   a crash, the OOM killer or a hang becomes the item's ``error`` record and a
   fresh worker takes the rest), and saves each record as it comes;
-- shows a progress bar with ETA, turns SIGTERM into Ctrl-C, and renders the
-  reports after each batch and when it stops (``render``), so an interrupted
-  run still leaves tables of what was measured.
+- shows a progress bar with ETA, turns SIGTERM into Ctrl-C, and at each
+  checkpoint (after each batch that saved a record, and when it stops)
+  analyses the results once and hands that one summary to ``results.json``'s
+  summary block and to the reports (``reporting``), so an interrupted run
+  still leaves tables of what was measured.
 
-Measuring code never renders: the caller passes ``render`` (analysis, then
-the job's renderers).
+Measuring code never renders: the caller passes ``reporting``
+(:class:`~sbprof.jobs.render.Reporting`: the job's analysis, then its
+renderers).
 """
 from __future__ import annotations
 
@@ -37,13 +40,13 @@ from sbprof.base.errors import ConfigError, MeasurementError, SbprofError
 from sbprof.jobs.budget import Budget
 from sbprof.jobs.job import Job
 from sbprof.cluster.executor import Executor, Handlers, LocalExecutor
+from sbprof.jobs.render import Reporting
 from sbprof.jobs.plan import Barrier, Batch, Item, Plan, Records, needs_measuring
 from sbprof.record import Cell, Measurement
 from sbprof.results import RESULTS_FILE, FolderLock, ResultStore, Results, StorageError, prepare_output_folder
 from sbprof.workers.supervisor import WorkerJob
 
 LOG_DIR = "logs"
-Render = Callable[[Results], Dict[str, Path]]
 
 
 @dataclass
@@ -131,14 +134,14 @@ class _Run:
     """One invocation's state: the store, its view, the bar and the outcome."""
 
     def __init__(self, plan: Plan, store: ResultStore, outcome: Outcome, retry_failed: bool, progress_bar: bool,
-                 executor: Executor, log: Callable[[str], None], render: Optional[Render] = None):
+                 executor: Executor, log: Callable[[str], None], reporting: Optional[Reporting] = None):
         self.plan = plan
         self.store = store
         self.executor = executor
         self.view = View(store, retry_failed, executor.side_by_side, self.save_now)
         self.outcome = outcome
         self.log = log
-        self.render = render
+        self.reporting = reporting
         already = len(store.records())
         self.bar = tqdm(total=max(1, plan.expected() - already), disable=not progress_bar, dynamic_ncols=True,
                         bar_format="{desc}{n_fmt}/{total_fmt} records|{bar}| [{elapsed}<{remaining}]{postfix}")
@@ -171,8 +174,7 @@ class _Run:
         and render the reports, or say in one line why not; the space held back is given back either way."""
         try:
             self.records(records())
-            if self.render is not None:
-                self.outcome.outputs.update(self.render(self.store.snapshot()))
+            self.checkpoint()
         except ConfigError as exc:  # e.g. nothing was recorded: the plan says why
             self.log(f"error: {' '.join(str(exc).split())}")
             return
@@ -183,6 +185,14 @@ class _Run:
             self.store.reserve.release()
         for name, path in {**self.outcome.outputs, "results": self.store.path}.items():
             self.log(f"{name}: {path}")
+
+    def checkpoint(self) -> None:
+        """Analyse what is stored once; save that summary's block in ``results.json`` and render its reports."""
+        if self.reporting is None:
+            return
+        summary = self.reporting.analyse(self.store.snapshot())
+        self.store.set_summary(self.reporting.summary_block(summary))
+        self.outcome.outputs.update(self.reporting.render(summary))
 
     def batch(self, batch: Batch) -> bool:
         """Run ``batch``'s missing items in worker processes, by the executor; True when a record was stored."""
@@ -270,9 +280,8 @@ class _Run:
 
 
 def run_job(plan: Plan, output_folder: str, *, retry_failed: bool = False, progress_bar: bool = True,
-            timeout_s: Optional[float] = None, render: Optional[Render] = None,
+            timeout_s: Optional[float] = None, reporting: Optional[Reporting] = None,
             derive: Optional[Callable[[Measurement], Dict[str, Any]]] = None,
-            summarise: Optional[Callable[[Results], Dict[str, Any]]] = None,
             log: Callable[[str], None] = print, time_budget_s: Optional[float] = None,
             executor: Optional[Executor] = None, resumes: bool = True) -> Outcome:
     """Measure every missing record of ``plan`` into ``output_folder`` (see the module docstring).
@@ -287,10 +296,12 @@ def run_job(plan: Plan, output_folder: str, *, retry_failed: bool = False, progr
         Measure again the records that ended OOM, in error, or "not installed".
     progress_bar, timeout_s
         Show a bar; stop a worker whose item gives no result within ``timeout_s`` (recorded as hung).
-    render : callable, optional
-        ``render(results) -> {name: path}``: called after each batch and when the run stops.
-    derive, summarise : callable, optional
-        Figures written beside each record and in a ``summary`` block of ``results.json``.
+    reporting : Reporting, optional
+        The job's analysis and reports (:class:`~sbprof.jobs.render.Reporting`): once after each batch that
+        saved a record and when the run stops, the stored results are analysed once and that summary gives
+        ``results.json``'s ``summary`` block and the reports.
+    derive : callable, optional
+        Figures written beside each record of ``results.json``.
     log : callable
         Receives one line per notable event.
     time_budget_s : float, optional
@@ -314,8 +325,8 @@ def run_job(plan: Plan, output_folder: str, *, retry_failed: bool = False, progr
     created = not Path(output_folder).exists()
     folder = prepare_output_folder(output_folder)
     try:
-        return _run_locked(plan, folder, retry_failed, progress_bar, executor or LocalExecutor(timeout_s), render,
-                           derive, summarise, log, Budget(time_budget_s), resumes)
+        return _run_locked(plan, folder, retry_failed, progress_bar, executor or LocalExecutor(timeout_s),
+                           reporting, derive, log, Budget(time_budget_s), resumes)
     except ConfigError:
         # Bad input found only once running (e.g. by the model's worker): a folder this run made and
         # that holds no result goes, so bad input leaves nothing behind.
@@ -341,11 +352,11 @@ def _remove_if_made(folder: Path, created: bool) -> bool:
 
 
 def _run_locked(plan: Plan, folder: Path, retry_failed: bool, progress_bar: bool, executor: Executor,
-                render: Optional[Render], derive: Optional[Callable[[Measurement], Dict[str, Any]]],
-                summarise: Optional[Callable[[Results], Dict[str, Any]]], log: Callable[[str], None],
+                reporting: Optional[Reporting], derive: Optional[Callable[[Measurement], Dict[str, Any]]],
+                log: Callable[[str], None],
                 budget: Optional[Budget] = None, resumes: bool = True) -> Outcome:
     with sigterm_interrupts(), FolderLock(folder):
-        store = ResultStore(folder, plan.header(), derive=derive, summarise=summarise, resumes=resumes)
+        store = ResultStore(folder, plan.header(), derive=derive, resumes=resumes)
         # Placeholders (cells a rule skipped) are not results kept from before.
         before = {m.cell.key() for m in store.records() if m.status != "skipped" or m.extra.get("retryable")}
         if not resumes and (store.records() or store.results.notes):
@@ -356,7 +367,7 @@ def _run_locked(plan: Plan, folder: Path, retry_failed: bool, progress_bar: bool
         store.reserve.require()
         if before:
             log(f"resuming: {len(before)} record(s) already in {store.path}")
-        run = _Run(plan, store, outcome, retry_failed, progress_bar, executor, log, render)
+        run = _Run(plan, store, outcome, retry_failed, progress_bar, executor, log, reporting)
         changed = refused = False
         try:
             budget = budget or Budget(None)
@@ -374,8 +385,8 @@ def _run_locked(plan: Plan, folder: Path, retry_failed: bool, progress_bar: bool
                 if not isinstance(step, Records) and stored:  # a batch (or a cluster's pass) that measured
                     budget.took(time.monotonic() - started)
                 changed = changed or stored
-                if render is not None and stored and not isinstance(step, Records):
-                    outcome.outputs.update(render(store.snapshot()))
+                if stored and not isinstance(step, Records):
+                    run.checkpoint()
                     changed = False
             changed = executor.wait() or changed
         except BaseException as exc:
@@ -387,8 +398,8 @@ def _run_locked(plan: Plan, folder: Path, retry_failed: bool, progress_bar: bool
             run.bar.close()
             store.reserve.release()
             # Also after an interruption: the tables show what was measured so far.
-            if render is not None and not refused and store.records() and (changed or not outcome.outputs):
-                outcome.outputs.update(render(store.snapshot()))
+            if reporting is not None and not refused and store.records() and (changed or not outcome.outputs):
+                run.checkpoint()
         if store.saved_in_reserve:
             log(f"note: the disk of {folder} is full: this run's records were saved in the space sbprof held back "
                 f"({store.path})")
@@ -399,9 +410,7 @@ def _run_locked(plan: Plan, folder: Path, retry_failed: bool, progress_bar: bool
 
 def run_config(job: Job, cfg: Any, log: Callable[[str], None] = print) -> Outcome:
     """Run ``job`` on its checked configuration, with its analysis and renderer after each batch: what
-    ``sbprof JOB CONFIG.yaml`` does, for library callers (by name: :func:`sbprof.jobs.registry.run`)."""
-    from sbprof.jobs.render import reports, summary_block
-
+    ``sbprof JOB CONFIG.yaml`` does, for library callers (by name: :func:`sbprof.registry.run`)."""
     pre = cfg.preamble
     if pre.executor is not None:  # a cluster's machine types, each measured by run_job in its own folder
         from sbprof.jobs.cluster import run_cluster
@@ -410,7 +419,6 @@ def run_config(job: Job, cfg: Any, log: Callable[[str], None] = print) -> Outcom
             return run_cluster(job, cfg, log, run_job, Outcome)
     return run_job(job.plan(cfg), pre.output_folder, retry_failed=pre.retry_failed,
                    progress_bar=pre.progress_bar, timeout_s=pre.timeout_s,
-                   render=lambda results: reports(job, results, pre.output_folder), derive=job.derive,
-                   summarise=lambda results: summary_block(job, results), log=log,
+                   reporting=Reporting(job, pre.output_folder), derive=job.derive, log=log,
                    time_budget_s=pre.time_budget_s, resumes=job.resumes)
 

@@ -52,7 +52,7 @@ class Results:
     # figures and a summary that are never read back, and refuses records that repeat a cell. Its records are
     # the codec's (Measurement.to_dict / from_dict).
     def to_dict(self, derive: Optional[Callable[[Measurement], Dict[str, Any]]] = None,
-                summarise: Optional[Callable[["Results"], Dict[str, Any]]] = None) -> dict:
+                summary: Optional[Dict[str, Any]] = None) -> dict:
         records = []
         for m in self.records:
             d = m.to_dict()
@@ -63,8 +63,8 @@ class Results:
                "machine": self.machine, "notes": self.notes, "calibration": [m.to_dict() for m in self.calibration],
                "records": records}
         out.update({k: v for k, v in self.unknown.items() if k not in out and k != "summary"})
-        if summarise is not None:
-            out["summary"] = summarise(self)
+        if summary is not None:
+            out["summary"] = summary
         return out
 
     @classmethod

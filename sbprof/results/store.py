@@ -28,14 +28,14 @@ from sbprof.base.errors import ConfigError, SbprofError
 from sbprof.base.inputfiles import read_input_file
 from sbprof.record import Cell, Measurement
 from sbprof.record.results import Results, differences
-from sbprof.results.files import DISK_FULL, SpaceReserve, atomic_write
+from sbprof.base.atomic import atomic_write
+from sbprof.results.files import DISK_FULL, SpaceReserve
 
 RESULTS_FILE = "results.json"
 MAX_RESULTS_BYTES = 256 * 2**20
 """Results files larger than this are refused unread (a long sweep with every raw sample writes a few MiB)."""
 
 Derive = Callable[[Measurement], Dict[str, Any]]
-Summarise = Callable[[Results], Dict[str, Any]]
 
 
 class StorageError(SbprofError):
@@ -81,9 +81,9 @@ class ResultStore:
         is refused.
     derive : callable, optional
         Derived figures of a record, written beside it.
-    summarise : callable, optional
-        Figures derived from the whole file (e.g. predicted cells), written in
-        a ``summary`` block apart from the records, never read back.
+    The ``summary`` block (the job's figures from its analysis, apart from
+    the records, never read back) is the one :meth:`set_summary` was last
+    given: the runner's at its last checkpoint, the analysis its reports show.
     resumes : bool
         Whether running the same command again goes on where this run stopped (``False`` for ``sbprof run``,
         whose script cannot resume): what a full disk's message advises, and whether a save made in the space
@@ -104,10 +104,10 @@ class ResultStore:
     """
 
     def __init__(self, folder: Union[str, Path], results: Results, derive: Optional[Derive] = None,
-                 summarise: Optional[Summarise] = None, resumes: bool = True):
+                 resumes: bool = True):
         self.path = Path(folder) / RESULTS_FILE
         self.derive = derive
-        self.summarise = summarise
+        self.summary: Optional[Dict[str, Any]] = None  # a stored file's block is rewritten, never carried
         self.resumes = resumes
         self.saved_in_reserve = False  # the last save used the space held back: the disk is full
         # JSON-normal form (tuples -> lists), comparable with a loaded file.
@@ -213,6 +213,16 @@ class ResultStore:
             raise StorageError(f"cannot write {self.path}: {exc.strerror or exc}; the {len(self._records)} "
                                "record(s) saved before are kept in it") from None
 
+    def set_summary(self, block: Dict[str, Any]) -> None:
+        """Save ``block`` as the file's ``summary`` (the analysis of the records it holds now)."""
+        before = self.summary
+        self.summary = block
+
+        def rollback() -> None:
+            self.summary = before
+
+        self.commit(rollback)
+
     def save(self) -> None:
         self.results.records = list(self._records.values())
-        atomic_write(self.path, json.dumps(self.results.to_dict(self.derive, self.summarise), indent=1) + "\n")
+        atomic_write(self.path, json.dumps(self.results.to_dict(self.derive, self.summary), indent=1) + "\n")

@@ -11,16 +11,16 @@ rerun measures only what is missing (:func:`sbprof.jobs.plan.interleaved_passes`
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any, Dict, Iterator, List
+from typing import Any, Iterator, List
 
 from sbprof.models.audio import input_kind
 from sbprof.jobs.plan import (Batch, Group, Item, JobPlan, Step, StoreView, interleaved_passes, log_name,
-                              repeat_policy, worker_env)
+                              models_header, repeat_policy, worker_env)
 from sbprof.jobs.preamble import Setting
-from sbprof.models.source import fingerprint
 from sbprof.record import Cell
 from sbprof.record.results import Results
 from sbprof.stream.config import StreamConfig
+from sbprof.stream import JOB
 
 
 def left_text(left: int) -> str:
@@ -47,7 +47,7 @@ def utterance_seconds(cfg: StreamConfig) -> float:
 class Plan(JobPlan):
     """The stream job's plan (see the module docstring and :class:`sbprof.jobs.plan.Plan`)."""
 
-    job, worker = "stream", "sbprof.stream.worker"
+    job, worker = JOB.name, "sbprof.stream.worker"  # the name its Job gives
 
     def __init__(self, cfg: StreamConfig):
         super().__init__(cfg)
@@ -63,7 +63,7 @@ class Plan(JobPlan):
                  "measured": self.pre.measured, "max_backlog_s": self.cfg.streaming.max_backlog_s,
                  "pacing": "real time, one queue", "traffic": self.cfg.streaming.traffic,
                  "alignment": self.cfg.streaming.alignment is not None}
-        return self.results(rules, {src.name: {**src.describe(), "fingerprint": fingerprint(src)}})
+        return self.results(rules, models_header({src.name: src}))
 
     def cell(self, setting: Setting, **params: Any) -> Cell:
         return Cell(model=self.cfg.model.name, device=setting.device, threads=setting.threads, audio_s=self.audio_s,
@@ -96,7 +96,7 @@ class Plan(JobPlan):
         return f"{text}, {p['streams']} stream{'s' if p['streams'] > 1 else ''}"
 
     def batch(self, setting: Setting, cells: List[Cell]) -> Batch:
-        payload: Dict[str, Any] = {"config": self.cfg.to_dict(), "device": setting.device, "threads": setting.threads}
+        payload = self.payload(setting)
         items = [Item(c, self.label(c), {"settings": self.settings}) for c in cells]
         return Batch(name=f"stream worker for {setting.name}", module=self.worker, payload=payload, items=items,
                      log=log_name(setting.name), env=worker_env(setting.threads))

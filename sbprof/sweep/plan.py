@@ -24,13 +24,13 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 from sbprof.models.audio import input_kind
 from sbprof.analysis.grid import cell_label, make_grid
 from sbprof.jobs.plan import (Batch, Group, Item, JobPlan, Records, Step, StoreView, interleaved_passes, log_name,
-                              repeat_policy, worker_env)
+                              models_header, repeat_policy, worker_env)
 from sbprof.jobs.preamble import Setting
-from sbprof.models.source import fingerprint
 from sbprof.analysis.predictions import predict_cells
 from sbprof.record import Cell, Measurement
 from sbprof.record.results import Results
 from sbprof.sweep.schema import MEASURED_MIN_S, SweepConfig
+from sbprof.sweep import JOB
 
 TRACE_DIR = "traces"
 
@@ -38,7 +38,7 @@ TRACE_DIR = "traces"
 class Plan(JobPlan):
     """The sweep's plan (see the module docstring and :class:`sbprof.jobs.plan.Plan`)."""
 
-    job, worker = "profile", "sbprof.sweep.worker"
+    job, worker = JOB.name, "sbprof.sweep.worker"  # the name its Job gives
 
     def __init__(self, cfg: SweepConfig):
         super().__init__(cfg)
@@ -57,7 +57,7 @@ class Plan(JobPlan):
         src = self.cfg.pretrained_model
         return self.results({"input": self.input, "warmup": self.pre.warmup, "measured": self.pre.measured,
                              "measured_min_s": MEASURED_MIN_S},
-                              {src.name: {**src.describe(), "fingerprint": fingerprint(src)}})
+                            models_header({src.name: src}))
 
     def cell(self, setting: Setting, audio_s: float, batch_size: int) -> Cell:
         return Cell(model=self.cfg.pretrained_model.name, device=setting.device, threads=setting.threads,
@@ -123,8 +123,7 @@ class Plan(JobPlan):
     def batch(self, setting: Setting, cells: List[Cell], mode: str, view: Optional[StoreView] = None) -> Batch:
         folder = Path(self.pre.output_folder)
         export = self.cfg.profiling_dimensions.export_logs
-        payload = {"config": self.cfg.to_dict(), "device": setting.device, "threads": setting.threads, "mode": mode,
-                   "trace_dir": str(folder / TRACE_DIR / setting.name) if export else None}
+        payload = self.payload(setting, mode=mode, trace_dir=str(folder / TRACE_DIR / setting.name) if export else None)
         items = [Item(c, cell_label(c), {"settings": self.settings}) for c in cells]
         if mode == "measure" and self.cfg.noise_floor and view is not None:
             items = self.references(setting, view, "start") + items + self.references(setting, view, "end")

@@ -33,12 +33,13 @@ from sbprof.record import Cell, Measurement
 from sbprof.record.results import Results
 from sbprof.train.config import TrainConfig
 from sbprof.train.models import build_modules
+from sbprof.train import JOB
 
 
 class Plan(JobPlan):
     """The training recipe's plan (see the module docstring and :class:`sbprof.jobs.plan.Plan`)."""
 
-    job, worker = "train", "sbprof.train.worker"
+    job, worker = JOB.name, "sbprof.train.worker"  # the name its Job gives
 
     def __init__(self, cfg: TrainConfig):
         from sbprof.measuring.modules.selection import select_modules
@@ -73,7 +74,7 @@ class Plan(JobPlan):
     def batch(self, setting: Setting, variant: str, cells: List[Cell]) -> Batch:
         items = [Item(c, f"train:{variant} on {setting.name} run {c.run}") for c in cells]
         return Batch(name=f"training worker for {variant} on {setting.name}", module=self.worker,
-                     payload={"config": self.cfg.to_dict(), "device": setting.device, "threads": setting.threads},
+                     payload=self.payload(setting),
                      items=items, log=log_name(variant, setting.name), env=worker_env(setting.threads))
 
     def steps(self, view: StoreView) -> Iterator[Step]:

@@ -25,6 +25,7 @@ from sbprof.transducer.batching import Batch, bucket_batches, fixed_batches, pad
 from sbprof.transducer.check import TOLERANCES
 from sbprof.transducer.config import TransducerConfig
 from sbprof.transducer.shapes import load_shapes
+from sbprof.transducer import JOB
 
 """The ``job`` of a transducer benchmark's ``results.json``."""
 TRACE_DIR = "traces"
@@ -74,7 +75,7 @@ class Plan(JobPlan):
     ``--retry_failed`` measures them once it is.
     """
 
-    job, worker = "transducer", "sbprof.transducer.worker"
+    job, worker = JOB.name, "sbprof.transducer.worker"  # the name its Job gives
 
     def __init__(self, cfg: TransducerConfig):
         super().__init__(cfg)
@@ -176,5 +177,5 @@ class Plan(JobPlan):
             ok, reason = adapter.available()
             return None if ok else reason
         if not os.access(python, os.X_OK):
-            return f"interpreter {python} not found (prepare it; see the README)"
+            return f"interpreter {python} not found (prepare it; see docs/transducer.md, 'Other interpreters')"
         return None

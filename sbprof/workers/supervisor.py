@@ -19,12 +19,30 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Set, Tuple
 
 from sbprof.base.errors import ConfigError, MeasurementError
 
 # The folder holding the sbprof package: another interpreter finds sbprof there.
 SBPROF_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+def child_env(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    """The environment of a process sbprof starts (a worker, torchrun's ranks, a merge): this one's, with ``extra``,
+    and a ``PYTHONPATH`` that leads with the folder holding this sbprof, so the process imports this sbprof
+    whatever its interpreter or working directory.
+
+    Example
+    -------
+    >>> env = child_env({"SBPROF_X": "1"})
+    >>> env["SBPROF_X"], env["PYTHONPATH"].split(os.pathsep)[0] == SBPROF_ROOT
+    ('1', True)
+    """
+    env = dict(os.environ, **(extra or {}))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (SBPROF_ROOT, env.get("PYTHONPATH")) if p)
+    return env
+
+
 SETUP_TIMEOUT_MIN_S = 120.0
 """The least time a worker gets to set up before it counts as hung, whatever the cells' ``timeout_s``."""
 
@@ -188,8 +206,7 @@ class Supervisor:
 
     def _spawn(self, write_fd: int, n: int) -> subprocess.Popen:
         self.job.log_path.parent.mkdir(parents=True, exist_ok=True)
-        env = dict(os.environ, **self.job.env)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (SBPROF_ROOT, env.get("PYTHONPATH")) if p)
+        env = child_env(self.job.env)
         with open(self.job.log_path, "a") as log:
             log.write(f"--- {self.job.name}: {n} item(s)\n")
             log.flush()

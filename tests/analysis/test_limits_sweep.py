@@ -18,7 +18,7 @@ import pytest
 from helpers.fake_interfaces import use_test_environment, write_model_folder, write_sweep_yaml
 from sbprof.analysis.limits import Limits
 from sbprof.analysis.sweep import analyse
-from sbprof.jobs.registry import get_job
+from sbprof.registry import get_job
 from sbprof.jobs.render import summary_block
 from sbprof.jobs.runner import run_config
 from sbprof.record import Cell, Env, Measurement, MemoryPeak
@@ -181,7 +181,7 @@ def test_the_verdicts_are_kept_in_results_json_terms_and_printed_last_in_the_rep
     records = [record(a, b, 0.1 * a, peak=10 ** 9) for a, b in GRID[:3]] + [record(2, 2, status="oom")]
     results = Results("profile", rules={"measured": 4}, records=records)
     summary = analyse(results)
-    saved = json.loads(json.dumps(summary_block(get_job("profile"), results)))  # as results.json holds it
+    saved = json.loads(json.dumps(summary_block(get_job("profile"), summary)))  # as results.json holds it
     assert from_json(Limits, saved["limits"]) == summary.limits and summary.limits.verdicts
     report = render_markdown(summary)
     assert report.rstrip().split("\n## ")[-1].startswith("What limits this\n\n1. **memory.** cpu, 1 thread ran out")

@@ -5,7 +5,7 @@ import pytest
 
 from helpers.fake_interfaces import use_test_environment, write_sweep_yaml
 from helpers.paths import EXAMPLE_AUDIO as EXAMPLE
-from sbprof.jobs.registry import get_job
+from sbprof.registry import get_job
 from sbprof.jobs.runner import run_config
 from sbprof.analysis.machine_load import crowded_settings
 from sbprof.analysis.predictions import held_out_validation

@@ -16,7 +16,7 @@ import pytest
 
 from helpers.fake_interfaces import use_test_environment, write_model_folder, write_sweep_yaml
 from sbprof.cli import main as sbprof_main
-from sbprof.jobs.registry import get_job
+from sbprof.registry import get_job
 from sbprof.jobs.runner import run_config
 from sbprof.results import RESULTS_FILE
 from sbprof.sweep.config import load_config

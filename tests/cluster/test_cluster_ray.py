@@ -9,7 +9,7 @@ import pytest
 
 from helpers.cluster_runs import ray_cluster, sweep  # noqa: F401 (ray_cluster: a fixture)
 from helpers.fake_interfaces import use_test_environment
-from sbprof.jobs.registry import run
+from sbprof.registry import run
 from sbprof.results import load_results
 
 pytestmark = pytest.mark.ray

@@ -18,7 +18,7 @@ from helpers.fake_interfaces import use_test_environment
 from helpers.refusals import assert_refused
 from sbprof.analysis.cluster import Price, cost_rows
 from sbprof.cli import main
-from sbprof.jobs.registry import render_only, run
+from sbprof.registry import render_only, run
 from sbprof.results import load_results
 
 pytestmark = pytest.mark.slurm

@@ -9,7 +9,7 @@ import pytest
 from helpers.compare_fakes import record, results_of
 from sbprof.analysis.compare_models import analyse
 from sbprof.analysis.limits import Limits
-from sbprof.jobs.registry import get_job
+from sbprof.registry import get_job
 from sbprof.jobs.render import summary_block
 from sbprof.record.codec import from_json
 from sbprof.report.compare_models import render_comparison
@@ -71,7 +71,7 @@ def test_the_verdicts_survive_results_json_and_end_the_report():
     results = results_of([record(name, x, run, [law(x)] * 3) for name, law in (("small", lambda x: 0.01 * x),
                                                                                 ("large", lambda x: 0.03 * x))
                           for x in SIZES for run in (0, 1)], models=["small", "large"])
-    saved = json.loads(json.dumps(summary_block(get_job("compare-models"), results)))  # as results.json holds it
+    saved = json.loads(json.dumps(summary_block(get_job("compare-models"), analyse(results))))  # as results.json holds it
     assert from_json(Limits, saved["limits"]) == analyse(results).limits
     assert [v.rule for v in analyse(results).limits.verdicts] == ["cheapest"]
     report = render_comparison(summary)

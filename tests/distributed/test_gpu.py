@@ -68,7 +68,7 @@ def test_without_hta_the_report_says_how_to_install_it(tmp_path, monkeypatch):
 @pytest.mark.cuda
 @pytest.mark.slow
 def test_an_nccl_world_reads_communication_from_nccl_kernels(tmp_path):
-    from sbprof.jobs.registry import get_job
+    from sbprof.registry import get_job
     from sbprof.jobs.runner import run_config
     from sbprof.results import load_results
     from sbprof.train.config import validate

@@ -10,7 +10,7 @@ import pytest
 
 from sbprof.analysis.train import analyse
 from sbprof.cli.tools import main as merge_cli
-from sbprof.jobs.registry import get_job
+from sbprof.registry import get_job
 from sbprof.jobs.runner import run_config
 from sbprof.report.train import render_train
 from sbprof.results import load_results

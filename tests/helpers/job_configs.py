@@ -10,7 +10,7 @@ from helpers.fake_streaming import write_fake_model
 from helpers.stream_configs import write_stream_yaml
 from helpers.train_tiny import tiny_overrides
 from sbprof import counts, script
-from sbprof.jobs.registry import JOBS
+from sbprof.registry import JOBS
 
 COUNT_JOBS = tuple(job.name for job in counts.JOBS)
 SCRIPT_JOBS = tuple(job.name for job in script.JOBS)

@@ -22,7 +22,7 @@ def tiny_argv(output_folder, *extra):
 def train_ctc(folder, precision="fp32", devices="cpu"):
     """The tiny CTC variant trained by the real job at ``precision`` (per-module memory left out): its one record,
     checked ok, and its report."""
-    from sbprof.jobs.registry import get_job
+    from sbprof.registry import get_job
     from sbprof.jobs.runner import run_config
     from sbprof.results import load_results
     from sbprof.train.config import validate

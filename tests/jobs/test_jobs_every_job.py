@@ -18,8 +18,9 @@ from helpers.job_configs import COUNT_JOBS, SCRIPT_JOBS, YAML_JOBS, argv_of, exp
 from helpers.paths import ROOT, TESTS
 from sbprof.cli import main
 from sbprof.base.errors import ConfigError
-from sbprof.jobs.registry import JOBS, get_job
-from sbprof.results import RESULTS_FILE
+from sbprof.registry import JOBS, get_job
+from sbprof.jobs.render import summary_block
+from sbprof.results import RESULTS_FILE, load_results
 
 MULTI_CELL = YAML_JOBS
 
@@ -100,6 +101,7 @@ def test_render_only_reproduces_the_report_byte_for_byte_and_refuses_another_job
     out = killed_and_resumed(job)[0]
     written = {name: (out / name).read_bytes() for name in ("report.md", "results.csv") if (out / name).exists()}
     assert "report.md" in written
+    assert_summary_is_the_reports(job, out)
     for name in written:
         (out / name).unlink()
     assert main([job, "--render-only", str(out)]) == 0
@@ -112,11 +114,20 @@ def test_render_only_reproduces_the_report_byte_for_byte_and_refuses_another_job
                    f"render it with 'sbprof {job} --render-only', or give a folder of {other} results")
 
 
+def assert_summary_is_the_reports(job: str, out: Path) -> None:
+    """results.json's summary block is the one the saved records' analysis gives, the analysis whose rendering
+    --render-only then reproduces byte for byte: its figures are the report's."""
+    entry = get_job(job)
+    block = summary_block(entry, entry.analyse(load_results(out)))
+    assert json.loads((out / RESULTS_FILE).read_text())["summary"] == json.loads(json.dumps(block))
+
+
 @pytest.mark.parametrize("job", COUNT_JOBS)
 def test_count_jobs_are_records_that_render_again(job, tmp_path, capsys):
     out = tmp_path / "out"
     assert main([job, *argv_of(job, tmp_path, out)]) == 0
     report = (out / "report.md").read_bytes()
+    assert_summary_is_the_reports(job, out)
     (out / "report.md").unlink()
     assert main([job, "--render-only", str(out)]) == 0 and (out / "report.md").read_bytes() == report
     capsys.readouterr()

@@ -128,7 +128,7 @@ def test_a_results_file_nested_thousands_deep_is_refused(tmp_path, capsys):
 
 def test_a_mapping_given_for_a_null_key_is_merged(tmp_path):
     from sbprof.cli.overrides import parse_command_line
-    from sbprof.jobs.registry import get_job
+    from sbprof.registry import get_job
 
     entry = get_job("stream")
     argv = argv_of("stream", tmp_path, tmp_path / "out")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from sbprof.jobs import registry
+from sbprof import registry
 from sbprof.jobs.job import Job, Lazy, written_report
 from sbprof.jobs.plan import Records
 from sbprof.jobs.preamble import SCHEMA as PREAMBLE, Defaults, Preamble, check_preamble, load_tree
@@ -100,3 +100,28 @@ def test_a_new_job_is_one_line_and_runs_end_to_end(tmp_path, monkeypatch, capsys
     assert (out / "report.md").read_text() == "# echo\n\ntimes: [0.5]\n"
     assert main(["echo", str(config), "--valeu", "1"]) == 2
     assert "unknown option --valeu (did you mean 'value'?)" in capsys.readouterr().err
+
+
+def test_the_runner_analyses_once_and_hands_that_summary_to_results_json_and_the_report(tmp_path, monkeypatch):
+    """One analysis at the end's checkpoint (the echo job's one step saves its record without a worker batch), its
+    summary both results.json's summary block and the report; ``--render-only`` analyses once more, alone."""
+    import json
+    from dataclasses import replace
+
+    calls = []
+
+    def analyse(results):
+        calls.append(len(results.records))
+        return [m.wall_s[0] for m in results.records]
+
+    monkeypatch.setitem(registry.JOBS, ECHO.name, replace(ECHO, analyse=analyse, summarise=lambda s: {"times": s}))
+    out = tmp_path / "out"
+    config = tmp_path / "echo.yaml"
+    config.write_text(f"value: 0.25\ndevices: cpu\ncpu_threads: 1\noutput_folder: {out}\n")
+    registry.run("echo", str(config), log=lambda line: None, noprogressbar=True)
+    assert calls == [1]
+    assert json.loads((out / "results.json").read_text())["summary"] == {"times": [0.25]}
+    assert (out / "report.md").read_text() == "# echo\n\ntimes: [0.25]\n"
+    calls.clear()
+    registry.render_only(out)
+    assert calls == [1]

@@ -7,7 +7,7 @@ import io
 import pytest
 
 from sbprof.analysis.sweep import analyse
-from sbprof.jobs.registry import render_only
+from sbprof.registry import render_only
 from sbprof.analysis.predictions import held_out_validation
 from sbprof.record import Cell, Env, Measurement, MemoryPeak
 from sbprof.report import cells_csv, sweep_markdown

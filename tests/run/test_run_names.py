@@ -5,4 +5,4 @@ def test_importing_the_package_leaves_sbprof_run_the_function():
     import sbprof
     import sbprof.script.hooks  # noqa: F401
 
-    assert callable(sbprof.run) and sbprof.run.__module__ == "sbprof.jobs.registry"
+    assert callable(sbprof.run) and sbprof.run.__module__ == "sbprof.registry"

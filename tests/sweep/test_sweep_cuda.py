@@ -9,7 +9,7 @@ import pytest
 from benchmarks.gpu_truths import Figure, check, largest_fitting, relative
 from helpers.fake_interfaces import replace_in_file, use_test_environment, write_model_folder, write_sweep_yaml
 from sbprof.analysis.sweep import analyse
-from sbprof.jobs.registry import get_job
+from sbprof.registry import get_job
 from sbprof.jobs.runner import run_config
 from sbprof.results import load_results
 from sbprof.sweep.config import load_config

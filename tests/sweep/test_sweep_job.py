@@ -14,8 +14,8 @@ import torch
 from benchmarks.gpu_truths import keep_report
 from helpers.fake_interfaces import replace_in_file, use_test_environment, write_model_folder, write_sweep_yaml
 from helpers.paths import EXAMPLE_AUDIO as EXAMPLE
-from sbprof.jobs.registry import get_job
-from sbprof.jobs.registry import render_only as render_results
+from sbprof.registry import get_job
+from sbprof.registry import render_only as render_results
 from sbprof.jobs.runner import Outcome, run_config
 from sbprof.record import Measurement
 from sbprof.report.format import sig3
@@ -479,3 +479,36 @@ def test_corner_predicted_over_budget_is_skipped_before_it_runs(tmp_path):
     assert [c.grid_key for c in keep] == [(4, 1)]
     assert [m.cell.grid_key for m in skipped] == [(4, 2)] and skipped[0].status == "skipped"
     assert "predicted to need 0.81 GB of peak memory, over the 0.70 GB budget" in skipped[0].message
+
+
+def test_results_json_summary_is_the_reports_analysis_at_the_configured_confidence(tmp_path, monkeypatch):
+    """A 5-run cell at ``repeats.confidence: 0.8``: results.json's summary holds the interval report.md shows (the
+    same figures, at 80 %, not a second computation at 95 %), and the sweep is analysed once per batch that saved a
+    record (one worker process per run), never once per record and once more per renderer."""
+    from sbprof.analysis import sweep as sweep_analysis
+
+    calls = []
+    real = sweep_analysis.analyse
+    monkeypatch.setattr(sweep_analysis, "analyse", lambda results: calls.append(len(results.records)) or real(results))
+    path = write_sweep_yaml(tmp_path / "s.yaml", str(busy_model(tmp_path, 0.02)), "helpers.fake_interfaces.BusyInterface",
+                            method="process", args=["wavs", "wav_lens"], lengths=[0.5], batch_sizes=[1])
+    replace_in_file(path, "repeats: {runs: 1}", "repeats: {runs: 5, confidence: 0.8}")
+    sweep(path)
+    out = tmp_path / "out"
+    workers = (out / "logs" / "worker-cpu-1threads.log").read_text().count("--- measure worker")
+    assert workers == 5 and calls == [1, 2, 3, 4, 5]  # one analysis per saved batch; the last one is the end's
+    (entry,) = json.loads((out / RESULTS_FILE).read_text())["summary"]["rtf"]
+    interval = entry["interval"]
+    assert interval["confidence"] == 0.8 and interval["runs"] == 5
+    report = (out / "report.md").read_text()
+    shown = markdown_table(report, "cpu, 1 thread", "Real-time factor (RTF)")["0.5 s"]["1"]
+    assert shown.startswith(f"{sig3(interval['median'])} [{sig3(interval['low'])}, {sig3(interval['high'])}] ")
+    assert "at 80 %: Student's t" in report
+    # The figures are the records' own: the median of the 5 runs' median batch RTFs.
+    by_run = sorted(statistics.median(w / m.audio_seconds for w in m.wall_s) for m in load_results(out).records)
+    assert sorted(entry["run_medians"]) == pytest.approx(by_run)
+    assert interval["median"] == pytest.approx(statistics.median(by_run))
+    calls.clear()
+    (out / "report.md").unlink()
+    render_results(out)
+    assert calls == [5] and (out / "report.md").read_text() == report  # --render-only: one analysis

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from sbprof.base.errors import ConfigError
-from sbprof.jobs.registry import get_job
+from sbprof.registry import get_job
 from sbprof.jobs.runner import run_config
 from sbprof.results import load_results
 from sbprof.train.config import validate

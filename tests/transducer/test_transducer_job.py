@@ -12,7 +12,7 @@ from sbprof.analysis.transducer import analyse
 from sbprof.cli import main as sbprof_main
 from sbprof.base.errors import ConfigError
 from sbprof.jobs.preamble import Preamble, Repeats
-from sbprof.jobs.registry import get_job
+from sbprof.registry import get_job
 from sbprof.jobs.runner import run_config
 from sbprof.results import FolderLock, load_results
 from sbprof.report.transducer import render_markdown

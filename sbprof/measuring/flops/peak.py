@@ -264,7 +264,7 @@ def cached_cpu_peak(num_threads: int, log: Optional[Callable[[str], None]] = Non
     import platform
     import time
 
-    from sbprof.results.files import atomic_write
+    from sbprof.base.atomic import atomic_write
 
     cpu = platform.processor() or platform.machine()
     try:

@@ -6,8 +6,10 @@ packages, one line each; ``name -> Job`` is derived. A new job is one package pl
 line here. The one runner (:mod:`sbprof.jobs.runner`), the one command line
 (:mod:`sbprof.cli.job`) and ``--render-only`` do the rest for every job alike.
 
-This is a package of its own above the job packages (they import
-:mod:`sbprof.jobs`; this imports them), so no two packages import each other.
+This module sits above the job packages and :mod:`sbprof.jobs` (they never
+import it; it imports them; only the command line and :mod:`sbprof`'s face
+import it), so no folder imports another that imports it back
+(``tests/test_layers.py`` checks it, and takes its list of job packages from here).
 
 Example
 -------
