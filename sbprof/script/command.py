@@ -62,7 +62,8 @@ def split_argv(argv: List[str]) -> Tuple[List[str], Optional[str], List[str]]:
     >>> split_argv(["--ddp", "train.py"]), split_argv(["--ddp", "gloo", "train.py"])[1]
     ((['--ddp'], 'train.py', []), 'train.py')
     """
-    takes_value = {"-m", "--warmup", "--measured", "--output_folder", "--render-only"}
+    takes_value = {"-m", "--warmup", "--measured", "--output_folder", "--render-only",
+                   "--vary", "--rounds", "--loss-tolerance", "--time-budget"}  # the last four: sbprof.cli.vary
     i = 0
     while i < len(argv):
         arg = argv[i]
