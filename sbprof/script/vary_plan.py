@@ -9,7 +9,8 @@ is read back and each of its stages becomes a record of this run (the
 variant in the cell's ``params``, the round as the cell's run), with the
 losses its first steps computed. A run that fails (an error, the OOM killer,
 a script refusing an argument, nothing measured) is one ``error`` record with
-its reason, and the other runs go on. A run already stored is not run again
+its reason, and the other runs go on; a variant whose first run failed is
+not run again. A run already stored is not run again
 (resume); no round starts past ``time_budget_s``.
 """
 from __future__ import annotations
@@ -102,9 +103,9 @@ class VaryPlan(JobPlan):
         longest = 0.0
         for round_index in range(self.cfg.rounds):
             for variant in self.cfg.variants:
-                if any(m.cell.params.get("variant") == variant.name and m.cell.run == round_index
-                       for m in view.records()):
-                    continue  # measured before (resume)
+                mine = {m.cell.run: m for m in view.records() if m.cell.params.get("variant") == variant.name}
+                if round_index in mine or (0 in mine and not mine[0].ok):
+                    continue  # measured before (resume), or its first run failed: it is not repeated
                 budget = self.cfg.time_budget_s
                 if budget is not None and time.monotonic() - started + longest > budget:
                     yield Records([], notes=[f"the time budget of {budget:g} s ended the comparison before round "
