@@ -68,7 +68,7 @@ def failure_reason(returncode: int, stderr: str) -> str:
 
     Example
     -------
-    >>> failure_reason(2, "usage: train.py\\ntrain.py: error: unrecognized arguments: --bs 8\\n")
+    >>> failure_reason(2, "train.py: error: unrecognized arguments: --bs 8\\nsbprof: error: no step was seen\\n")
     'exit status 2: train.py: error: unrecognized arguments: --bs 8'
     >>> failure_reason(-9, "")
     'killed by signal 9 (the out-of-memory killer?)'
@@ -76,8 +76,9 @@ def failure_reason(returncode: int, stderr: str) -> str:
     if returncode < 0:
         return f"killed by signal {-returncode}" + (" (the out-of-memory killer?)" if returncode == -9 else "")
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    errors = [line for line in lines if "error" in line.lower() or "Error" in line]
-    last = (errors or lines or ["nothing printed"])[-1]
+    errors = [line for line in lines if "error" in line.lower()]
+    own = [line for line in errors if not line.startswith("sbprof:")]  # the script's own words first
+    last = (own or errors or lines or ["nothing printed"])[-1]
     return f"exit status {returncode}: {last[:300]}"
 
 

@@ -82,3 +82,14 @@ def test_a_bad_spec_is_one_line_and_exit_2(tmp_path):
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("sbprof: error: --vary") and said in lines[0], lines
     assert not (tmp_path / "results").exists()
+
+
+def test_an_option_the_script_refuses_fails_its_variant_in_one_line_naming_it(tmp_path):
+    report, out, proc = _compare(tmp_path, "--vary", "args: ['', '--batch_sz 2']", "--rounds", "2", "--warmup", "0",
+                                 "--measured", "2", script_args=["--steps", "3"])
+    said = [line for line in proc.stderr.splitlines() if line.startswith("sbprof: variant")]
+    assert said == ["sbprof: variant '--batch_sz 2' failed in round 1: exit status 2: loop.py: error: unrecognized "
+                    "arguments: --batch_sz 2"], proc.stderr[-2000:]
+    refused = _variant(report, "--batch_sz 2")
+    assert refused.runs == 0 and _variant(report, "base").runs == 2
+    assert "unrecognized arguments: --batch_sz 2" in (out / "report.md").read_text()
