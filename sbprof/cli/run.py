@@ -22,6 +22,10 @@ from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, error,
 
 def main(argv: List[str], prog: str = "sbprof run") -> int:
     """Run ``sbprof run`` (see the module docstring); return the exit code."""
+    from sbprof.cli import vary
+
+    if vary.handles(argv):  # --vary: the script under each variant (sbprof.cli.vary)
+        return vary.main(argv, prog)
     from sbprof.base.errors import ConfigError
     from sbprof.cli.job import configure
     from sbprof.jobs.render import Reporting

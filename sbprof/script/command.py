@@ -30,7 +30,9 @@ def parser(prog: str) -> ArgumentParser:
                        description="profile a SpeechBrain recipe or PyTorch script as it runs, without editing it",
                        epilog="Everything after SCRIPT.py (or -m MODULE) goes to the script untouched. Steps found: "
                               "each speechbrain Brain batch (stages train/valid/test), each torch.optim optimiser "
-                              "step of a plain loop, each speechbrain.inference batch or file call.")
+                              "step of a plain loop, each speechbrain.inference batch or file call. Compare variants "
+                              "(docs/run.md): --vary \"num_workers: [0, 2]\" [--vary ...] [--vary-one-at-a-time] "
+                              "[--rounds 4] [--loss-tolerance 0.02] [--time-budget S] SCRIPT.py")
     p.add_argument("-m", dest="module", metavar="MODULE", help="run a module as a script (as python -m)")
     p.add_argument("--warmup", type=int,
                    help=f"steps per stage left out of the figures (default {DEFAULTS['warmup']})")
@@ -62,7 +64,8 @@ def split_argv(argv: List[str]) -> Tuple[List[str], Optional[str], List[str]]:
     >>> split_argv(["--ddp", "train.py"]), split_argv(["--ddp", "gloo", "train.py"])[1]
     ((['--ddp'], 'train.py', []), 'train.py')
     """
-    takes_value = {"-m", "--warmup", "--measured", "--output_folder", "--render-only"}
+    takes_value = {"-m", "--warmup", "--measured", "--output_folder", "--render-only",
+                   "--vary", "--rounds", "--loss-tolerance", "--time-budget"}  # the last four: sbprof.cli.vary
     i = 0
     while i < len(argv):
         arg = argv[i]

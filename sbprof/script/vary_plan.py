@@ -1,0 +1,161 @@
+"""The plan of ``sbprof run --vary``: every variant measured by a fresh ``sbprof run`` process, round after round.
+
+Round ``r`` runs each variant once, in the same order (A B C, A B C, ...), so
+that a slow drift of the machine spreads over the variants instead of biasing
+one. Each run is ``sbprof run`` with the variant's knobs set
+(:mod:`sbprof.cli.vary_child`), its own ``--warmup``/``--measured`` and no trace,
+in ``variants/<variant>/round<r>/`` of the output folder; its ``results.json``
+is read back and each of its stages becomes a record of this run (the
+variant in the cell's ``params``, the round as the cell's run), with the
+losses its first steps computed. A run that fails (an error, the OOM killer,
+a script refusing an argument, nothing measured) is one ``error`` record with
+its reason, and the other runs go on; a variant whose first run failed is
+not run again. A run already stored is not run again
+(resume); no round starts past ``time_budget_s``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional
+
+from sbprof.jobs.plan import JobPlan, Records, Step, StoreView
+from sbprof.jobs.preamble import Preamble
+from sbprof.record import Cell, Measurement
+from sbprof.record.results import Results
+from sbprof.script.launch import Target
+from sbprof.script.vary import Variant
+
+VARIANTS_DIR = "variants"
+LOSSES = "losses.json"
+MAX_LOSS = 1e30
+"""A loss past this (or not finite) is kept as ``None``: results hold no figure out of any sense."""
+
+
+@dataclass
+class VaryConfig:
+    """What ``sbprof run --vary`` was asked: the target, the variants (base first), rounds, steps, tolerance."""
+
+    preamble: Preamble
+    target: Target
+    variants: List[Variant]
+    rounds: int = 4
+    loss_tolerance: float = 0.02
+    time_budget_s: Optional[float] = None
+    specs: List[str] = field(default_factory=list)
+    one_at_a_time: bool = False
+
+    def rules(self) -> Dict[str, Any]:
+        return {"script": self.target.path, "module": self.target.module, "args": list(self.target.args),
+                "warmup": self.preamble.warmup, "measured": self.preamble.measured, "vary": list(self.specs),
+                "one_at_a_time": self.one_at_a_time, "rounds": self.rounds, "loss_tolerance": self.loss_tolerance,
+                "variants": [v.to_dict() for v in self.variants]}
+
+
+def safe_name(name: str) -> str:
+    """A variant's name as a folder name (``num_workers_2__threads_2``)."""
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+
+
+def failure_reason(returncode: int, stderr: str) -> str:
+    """Why a variant's run failed, in one line, from its exit status and the last line it printed.
+
+    Example
+    -------
+    >>> failure_reason(2, "train.py: error: unrecognized arguments: --bs 8\\nsbprof: error: no step was seen\\n")
+    'exit status 2: train.py: error: unrecognized arguments: --bs 8'
+    >>> failure_reason(-9, "")
+    'killed by signal 9 (the out-of-memory killer?)'
+    """
+    if returncode < 0:
+        return f"killed by signal {-returncode}" + (" (the out-of-memory killer?)" if returncode == -9 else "")
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if "error" in line.lower()]
+    own = [line for line in errors if not line.startswith("sbprof:")]  # the script's own words first
+    last = (own or errors or lines or ["nothing printed"])[-1]
+    return f"exit status {returncode}: {last[:300]}"
+
+
+class VaryPlan(JobPlan):
+    """Rounds over the variants, each run a fresh ``sbprof run`` process (see the module docstring)."""
+
+    job = "vary"
+    cfg: VaryConfig
+
+    def __init__(self, cfg: VaryConfig, log: Any = print):
+        super().__init__(cfg)
+        self.log = log
+
+    def header(self) -> Results:
+        target = self.cfg.target
+        return self.results(self.cfg.rules(), {target.name: {"script": target.path, "module": target.module}})
+
+    def expected(self) -> int:
+        return len(self.cfg.variants) * self.cfg.rounds
+
+    def steps(self, view: StoreView) -> Iterator[Step]:
+        started = time.monotonic()
+        longest = 0.0
+        for round_index in range(self.cfg.rounds):
+            for variant in self.cfg.variants:
+                mine = {m.cell.run: m for m in view.records() if m.cell.params.get("variant") == variant.name}
+                if round_index in mine or (0 in mine and not mine[0].ok):
+                    continue  # measured before (resume), or its first run failed: it is not repeated
+                budget = self.cfg.time_budget_s
+                if budget is not None and time.monotonic() - started + longest > budget:
+                    yield Records([], notes=[f"the time budget of {budget:g} s ended the comparison before round "
+                                             f"{round_index + 1} of {self.cfg.rounds}"])
+                    return
+                began = time.monotonic()
+                yield Records(self.measure(variant, round_index))
+                longest = max(longest, time.monotonic() - began)
+
+    def command(self, variant: Variant, folder: Path, losses: Path) -> List[str]:
+        """The variant's ``sbprof run`` process: its knobs, the job's steps, its own folder, the script's
+        arguments then the variant's."""
+        pre, target = self.cfg.preamble, self.cfg.target
+        what = ["-m", target.module] if target.module else [target.path]
+        return [sys.executable, "-m", "sbprof.cli.vary_child", json.dumps(variant.knobs), str(losses),
+                "--warmup", str(pre.warmup), "--measured", str(pre.measured), "--no-trace",
+                "--output_folder", str(folder), *what, *target.args, *variant.args]
+
+    def measure(self, variant: Variant, round_index: int) -> List[Measurement]:
+        """The records of one run of ``variant``: one per stage, or one ``error`` record with the reason."""
+        folder = Path(self.pre.output_folder) / VARIANTS_DIR / safe_name(variant.name) / f"round{round_index}"
+        shutil.rmtree(folder, ignore_errors=True)  # a run interrupted before: sbprof run refuses its folder
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        losses = folder.parent / f"round{round_index}.{LOSSES}"
+        env = dict(os.environ)
+        if "threads" in variant.knobs:
+            env.update(OMP_NUM_THREADS=str(variant.knobs["threads"]), MKL_NUM_THREADS=str(variant.knobs["threads"]))
+        self.log(f"round {round_index + 1}/{self.cfg.rounds}: {variant.name}")
+        proc = subprocess.run(self.command(variant, folder, losses), env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, errors="replace")
+        (folder.parent / f"round{round_index}.stderr.txt").write_text(proc.stderr)
+        params = {"variant": variant.name}
+        records = self._read(folder / "results.json", params, round_index) if proc.returncode == 0 else []
+        if not records:
+            reason = failure_reason(proc.returncode, proc.stderr)
+            self.log(f"variant {variant.name!r} failed in round {round_index + 1}: {reason}")
+            from sbprof.measuring.env import collect_env
+
+            return [Measurement(label=f"{variant.name} round {round_index + 1}", status="error", message=reason,
+                                cell=Cell(model=self.cfg.target.name, params=params, run=round_index),
+                                env=collect_env())]
+        values = [v if isinstance(v, (int, float)) and abs(v) <= MAX_LOSS else None  # NaN and inf fail both
+                  for v in (json.loads(losses.read_text()) if losses.is_file() else [])]
+        return [replace(m, extra={**m.extra, "losses": values}) for m in records]
+
+    def _read(self, path: Path, params: Dict[str, Any], round_index: int) -> List[Measurement]:
+        if not path.is_file():
+            return []
+        data = json.loads(path.read_text())
+        records = [Measurement.from_dict(r) for r in data.get("records", [])]
+        return [replace(m, cell=replace(m.cell, params={**m.cell.params, **params}, run=round_index),
+                        label=f"{params['variant']}:{m.cell.variant}") for m in records if m.ok]

@@ -1,0 +1,95 @@
+"""``sbprof run --vary``: variants of a recipe whose costs are known (sleeps: load cannot stretch them), each run a
+fresh ``sbprof run`` process, the ratios read from the comparison's own results against the ratios the costs imply.
+
+Each comparison is a few fresh processes (a few seconds each on a quiet machine): three comparisons in all.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from run_helpers import RECIPES, sbprof_run
+
+from sbprof.analysis.vary import analyse
+from sbprof.results import load_results
+
+VARY = RECIPES / "vary" / "loop.py"
+
+
+def _compare(tmp_path: Path, *options: str, script_args=()):
+    out = tmp_path / "cmp"
+    proc = sbprof_run([*options, "--output_folder", str(out), str(VARY), *script_args], cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return analyse(load_results(out)), out, proc
+
+
+def _variant(report, name):
+    return next(v for v in report.variants if v.name == name)
+
+
+def test_more_workers_give_the_ratio_the_sleep_implies_and_a_failing_variant_is_recorded(tmp_path):
+    # Each item sleeps 100 ms, each step naps 100 ms: without workers a step's loop is 200 ms, with 2 workers the
+    # items arrive every 50 ms and the step (100 ms) sets the pace: 2.0x.
+    report, out, proc = _compare(tmp_path, "--vary", "num_workers: [0, 2]", "--vary", "args: ['', '--fail']",
+                                 "--vary-one-at-a-time", "--rounds", "3", "--warmup", "3", "--measured", "4",
+                                 script_args=["--steps", "14", "--sleep_ms", "100", "--call_ms", "100"])
+    workers = _variant(report, "num_workers 2")
+    ratio = workers.figures["audio_per_s"].ratio
+    assert abs(ratio.ratio / 2.0 - 1) < 0.15, ratio
+    assert ratio.low > 1 and not workers.figures["audio_per_s"].no_change
+    assert workers.loss_change == 0.0  # the same batches, the same math
+    assert report.winner == "num_workers 2"
+    failing = _variant(report, "--fail")
+    assert failing.runs == 0 and len(failing.failures) == 1  # its first run failed: not run again
+    assert "RuntimeError: the recipe's own error" in failing.failures[0]
+    text = (out / "report.md").read_text()
+    assert text.count("\n") > 10 and "**num_workers 2**: " in text and "--fail, round 1: exit status 1" in text
+    # re-rendered from results.json alone, nothing run
+    again = sbprof_run(["--render-only", str(out)], cwd=tmp_path)
+    assert again.returncode == 0 and (out / "report.md").read_text() == text
+
+
+def test_the_recipes_own_batch_size_gives_the_ratio_its_costs_imply(tmp_path):
+    # A step costs 40 ms a call and 5 ms an utterance: batch 1, 45 ms an utterance; batch 8, 80 ms for 8, 10 ms
+    # an utterance: 4.5x the utterances per second.
+    report, _, _ = _compare(tmp_path, "--vary", "batch_size: [1, 8]", "--rounds", "3", "--warmup", "1",
+                            "--measured", "3", script_args=["--steps", "9", "--call_ms", "40", "--utt_ms", "5"])
+    big = _variant(report, "batch_size 8")
+    ratio = big.figures["utterances_per_s"].ratio
+    assert abs(ratio.ratio / 4.5 - 1) < 0.15, ratio
+    assert ratio.low > 1 and report.winner == "batch_size 8"
+
+
+def test_fp16_without_a_scaler_is_flagged_and_never_the_winner(tmp_path):
+    # --overflow: the input, scaled past fp16's largest value, overflows once autocast casts it; fp32 is untouched.
+    report, out, _ = _compare(tmp_path, "--vary", "precision: [fp32, fp16]", "--rounds", "2", "--warmup", "1",
+                              "--measured", "3", script_args=["--steps", "8", "--overflow"])
+    fp16 = _variant(report, "precision fp16")
+    assert fp16.runs == 2 and not fp16.loss_ok and math.isinf(fp16.loss_change)
+    assert report.winner is None and "precision fp16" not in report.ranking
+    losses = json.loads((out / "variants" / "precision_fp16" / "round0.losses.json").read_text())
+    assert losses and not all(math.isfinite(x) for x in losses)
+    assert "Loss changed beyond 2 %, never ranked: precision fp16" in (out / "report.md").read_text()
+
+
+def test_a_bad_spec_is_one_line_and_exit_2(tmp_path):
+    for spec, said in (("num_worker: [0, 2]", "did you mean 'num_workers'"),
+                       ("num_workers: 2", "at least two values"), ("precision: [fp32, fp8]", "fp32 / bf16 / fp16"),
+                       ("threads [1, 2]", "give one knob and its values")):
+        proc = sbprof_run(["--vary", spec, str(VARY)], cwd=tmp_path)
+        assert proc.returncode == 2, proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("sbprof: error: --vary") and said in lines[0], lines
+    assert not (tmp_path / "results").exists()
+
+
+def test_an_option_the_script_refuses_fails_its_variant_in_one_line_naming_it(tmp_path):
+    report, out, proc = _compare(tmp_path, "--vary", "args: ['', '--batch_sz 2']", "--rounds", "2", "--warmup", "0",
+                                 "--measured", "2", script_args=["--steps", "3"])
+    said = [line for line in proc.stderr.splitlines() if line.startswith("sbprof: variant")]
+    assert said == ["sbprof: variant '--batch_sz 2' failed in round 1: exit status 2: loop.py: error: unrecognized "
+                    "arguments: --batch_sz 2"], proc.stderr[-2000:]
+    refused = _variant(report, "--batch_sz 2")
+    assert refused.runs == 0 and _variant(report, "base").runs == 2
+    assert "unrecognized arguments: --batch_sz 2" in (out / "report.md").read_text()
