@@ -130,6 +130,11 @@ def check_command(line: str) -> None:
     if name not in JOBS:
         raise ConfigError(f"no subcommand {name!r}")
     entry = JOBS[name]
+    if name == "run":
+        from sbprof.cli import vary
+
+        if vary.handles(argv):  # sbprof run --vary: the comparison's own parsing and checks
+            entry = vary.JOB
     invocation = entry.parse(argv, f"sbprof {name}") if entry.parse is not None else command_line(
         entry, argv, f"sbprof {name}")
     if invocation.render_only is None:

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional
 
-from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, Parser, error, print_outputs
-from sbprof.jobs.job import Invocation, Job, Lazy
+from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, error, print_outputs
+from sbprof.jobs.job import ArgumentParser, Invocation, Job, Lazy
 
 OPTIONS = ("--vary", "--vary-one-at-a-time", "--rounds", "--loss-tolerance", "--time-budget")
 DEFAULTS: Dict[str, Any] = {"vary": [], "one_at_a_time": False, "rounds": 4, "loss_tolerance": 0.02,
@@ -23,8 +23,8 @@ DEFAULTS: Dict[str, Any] = {"vary": [], "one_at_a_time": False, "rounds": 4, "lo
 """The comparison's own options (beside ``sbprof run``'s) and their defaults."""
 
 
-def parser(prog: str) -> Parser:
-    p = Parser(prog=prog, allow_abbrev=False, add_help=False)
+def parser(prog: str) -> ArgumentParser:
+    p = ArgumentParser(prog=prog, allow_abbrev=False, add_help=False)
     p.add_argument("--vary", action="append", default=[])
     p.add_argument("--vary-one-at-a-time", dest="one_at_a_time", action="store_true")
     p.add_argument("--rounds", type=int, default=DEFAULTS["rounds"])
@@ -117,7 +117,7 @@ def log(line: str) -> None:
 def main(argv: List[str], prog: str = "sbprof run") -> int:
     """Run the comparison (see the module docstring); return the exit code."""
     from sbprof.base.errors import ConfigError, SbprofError
-    from sbprof.jobs.render import reports
+    from sbprof.jobs.render import Reporting, reports
     from sbprof.jobs.runner import run_job
     from sbprof.results import FolderInUse, load_results
 
@@ -140,8 +140,7 @@ def main(argv: List[str], prog: str = "sbprof run") -> int:
     folder = cfg.preamble.output_folder
     log(f"{len(cfg.variants)} variant(s) x {cfg.rounds} rounds: {', '.join(v.name for v in cfg.variants)}")
     try:
-        outcome = run_job(VaryPlan(cfg, log), folder, progress_bar=False, log=log,
-                          render=lambda results: reports(JOB, results, folder))
+        outcome = run_job(VaryPlan(cfg, log), folder, progress_bar=False, log=log, reporting=Reporting(JOB, folder))
     except KeyboardInterrupt:
         log("interrupted: the finished runs are kept in results.json (run the same command to go on)")
         return EXIT_INTERRUPTED
