@@ -34,8 +34,9 @@ def test_the_clock_agrees_with_the_profilers_events_on_the_same_steps(checked):
         assert all(c > 0 for c in clock) and all(e > 0 for e in events)
         # Two readings of the same collectives: the hook's span starts when its bucket is ready and the events'
         # when the operator is issued (a few microseconds apart), both end at gloo's completion. 10 % of the sum,
-        # and 1 ms a step for the Python between the two starts, which a preemption on a loaded machine can stretch.
-        assert sum(clock) == pytest.approx(sum(events), rel=0.10, abs=0.001 * len(clock)), (r, clock, events)
+        # and 2 ms a step for the Python between the two starts, which a preemption on a loaded machine stretches
+        # (the rank that never waits, beside the rest of the suite on 2 cores: 8.2 ms over 8 steps of 2-8 ms).
+        assert sum(clock) == pytest.approx(sum(events), rel=0.10, abs=0.002 * len(clock)), (r, clock, events)
     # Rank 1 sleeps 20 ms before each backward: rank 0 waits for it inside the all-reduce, on both clocks.
     assert sorted(checked[0]["clock_s"])[len(checked[0]["clock_s"]) // 2] > 0.015
 
