@@ -162,9 +162,11 @@ def test_step_time_matches_a_known_sleep():
     stepper = Stepper(sleeper, "cpu", vocab_size=10, joiner_dim=4, blank=0, seed=0)
     record = stepper.measure([[(5, 2)]] * 6, unmeasured=2, trace_path=None)
     assert len(record["wall_s"]) == 4 and len(sleeper.slept) == 6
-    # Each measured step holds its sleep, as long as it lasted, and little else (a tiny joiner and loss).
-    assert all(0.03 <= s <= w < s + 0.015 for s, w in zip(sleeper.slept[2:], record["wall_s"])), \
-        (sleeper.slept, record["wall_s"])
+    # Each measured step holds its sleep, as long as it lasted (load cannot break that), and little else (a
+    # tiny joiner and loss): on a busy machine one step may wait for a core, so one of the four must show it.
+    pairs = list(zip(sleeper.slept[2:], record["wall_s"]))
+    assert all(0.03 <= s <= w for s, w in pairs), pairs
+    assert min(w - s for s, w in pairs) < 0.015, pairs
     assert all(c < 0.01 for c in record["cpu_s"])  # sleeping costs no CPU time
 
 
