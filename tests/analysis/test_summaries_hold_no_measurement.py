@@ -1,9 +1,9 @@
 """No summary a job's analysis returns holds a raw :class:`~sbprof.record.Measurement`: the renderers get the typed
 figures the analysis computed once, never a record to compute from (issue 41).
 
-The walk follows the type hints of every dataclass reachable from each job's ``analyse`` return type (through
-``Optional``, ``List``, ``Dict``, ``Tuple``...), so a field added later that holds a record, or a list of them,
-fails here by name.
+The walk follows the type hints of every dataclass reachable from each job's ``analyse`` return type (and from
+the summaries of ``merge``, ``gate`` and the cluster report), through ``Optional``, ``List``, ``Dict``,
+``Tuple``..., so a field added later that holds a record, or a list of them, fails here by name.
 """
 from __future__ import annotations
 
@@ -14,12 +14,17 @@ from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
 import pytest
 
+from sbprof.analysis.cluster import analyse_cluster
+from sbprof.analysis.distributed import summarise_run
+from sbprof.analysis.gate import gate
 from sbprof.cli.vary import JOB as VARY
 from sbprof.jobs.job import Lazy
 from sbprof.record import Measurement
 from sbprof.registry import JOBS
 
 ALL_JOBS = {**JOBS, VARY.name: VARY}
+COMMANDS = {"merge": summarise_run, "gate": gate, "cluster": analyse_cluster}
+"""The analyses of the commands that are not jobs, whose summaries their renderers format too."""
 
 
 def _function(part: Any) -> Any:
@@ -66,9 +71,10 @@ def measurement_paths(root: type) -> List[str]:
     return sorted(found)
 
 
-@pytest.mark.parametrize("name", sorted(ALL_JOBS))
+@pytest.mark.parametrize("name", sorted(ALL_JOBS) + sorted(COMMANDS))
 def test_no_summary_field_holds_a_measurement(name: str) -> None:
-    summary = typing.get_type_hints(_function(ALL_JOBS[name].analyse))["return"]
+    analyse = ALL_JOBS[name].analyse if name in ALL_JOBS else COMMANDS[name]
+    summary = typing.get_type_hints(_function(analyse))["return"]
     assert dataclasses.is_dataclass(summary), f"{name}: analyse returns {summary!r}, not a summary dataclass"
     paths = measurement_paths(summary)
     assert not paths, f"{name}'s summary hands raw records to its renderers: {paths}"
