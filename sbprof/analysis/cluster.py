@@ -231,7 +231,7 @@ def _stream_rows(machine: str, results: Results, price: Price) -> List[CostRow]:
             if row.capacity and price.per_hour is not None:
                 factor = price.per_hour * HOURS
                 cost = Cost(factor / row.capacity, factor / max(found), factor / min(found))
-            rows.append(CostRow(machine=machine, cell=replace(row.record.cell, run=0), runs=row.runs,
+            rows.append(CostRow(machine=machine, cell=replace(row.cell, run=0), runs=row.runs,
                                 capacity=row.capacity, realtime=bool(row.capacity), cost=cost))
     return rows
 

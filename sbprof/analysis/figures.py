@@ -26,6 +26,10 @@ class Outcome:
     def of(cls, m: Measurement) -> "Outcome":
         return cls(m.status, m.message)
 
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
 
 def setting_sort_key(device: str, threads: int) -> Tuple[int, str, int]:
     """CUDA settings first, then CPU, each by thread count (the order of every output)."""

@@ -52,6 +52,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from sbprof.analysis.figures import Outcome
 from sbprof.analysis.stream_capacity import capacity_row, memory_slope
 from sbprof.analysis.stream_criterion import (audio_rows, budget_margin, median_interval, quantile_interval,
                                               utilisation, within_target)
@@ -108,7 +109,7 @@ def _latency_row(runs: Sequence[Measurement]) -> LatencyRow:
     streams = int(rep.cell.params.get("streams", 1))
     ok = [(m, payload(m)) for m in runs if m.ok and m.wall_s]
     extra = payload(rep)
-    base = dict(record=rep, chunk_size=chunk_size, left_context=left, streams=streams, runs=len(ok),
+    base = dict(outcome=Outcome.of(rep), chunk_size=chunk_size, left_context=left, streams=streams, runs=len(ok),
                 traffic=extra.traffic or "aligned")
     if not ok:
         return LatencyRow(**base)
@@ -189,7 +190,7 @@ def analyse(results: Results) -> StreamSummary:
         elif kind == "capacity":
             s["capacities"].append(capacity_row(runs, _params(rep)))
         elif kind == "offline":
-            s["offline"] = (rep,) + _offline(runs)
+            s["offline"] = (Outcome.of(rep),) + _offline(runs)
     out = []
     for (device, threads), s in sorted(settings.items(), key=lambda kv: (kv[0][0] != "cpu", kv[0])):
         rows = sorted(s["rows"], key=lambda r: (r.chunk_size, r.left_context == -1, r.left_context, r.streams))

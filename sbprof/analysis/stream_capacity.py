@@ -24,6 +24,7 @@ import math
 import statistics
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from sbprof.analysis.figures import Outcome
 from sbprof.analysis.lsq import fit_linear
 from sbprof.analysis.runs import representative
 from sbprof.analysis.stream_criterion import (audio_rows, capacity_range, quantile_interval, utilisation,
@@ -144,7 +145,7 @@ def capacity_row(runs: Sequence[Measurement], kind: Tuple[str, int, int]) -> Cap
     _, chunk_size, left = kind
     extra = payload(rep)
     ok = [m for m in runs if m.ok and payload(m).probes]
-    base = dict(record=rep, chunk_size=chunk_size, left_context=left, runs=len(ok),
+    base = dict(outcome=Outcome.of(rep), cell=rep.cell, chunk_size=chunk_size, left_context=left, runs=len(ok),
                 max_streams=int(rep.cell.params.get("max_streams", 0)), traffic=extra.traffic or "spread",
                 chunk_ms=extra.chunk_s * MS if ok else None,
                 target_ms=None if extra.target_s is None else extra.target_s * MS)

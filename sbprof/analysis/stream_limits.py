@@ -96,7 +96,7 @@ def capacity_limit(setting: StreamSetting, row: CapacityRow) -> Tuple[Optional[V
     """The streams-per-machine verdict of one capacity search, or why there is none."""
     where = f"{setting.device}, {setting.threads} thread(s)"
     if row.capacity is None or row.target_ms is None or not row.found:
-        return None, f"streams per machine on {where}: the capacity search measured nothing ({row.record.status})"
+        return None, f"streams per machine on {where}: the capacity search measured nothing ({row.outcome.status})"
     n = max(1, row.found[0])
     at = [p for p in row.probes if p.streams == n]  # the first run's probes at its capacity
     delay = None if row.delay_p99_ms is None else row.delay_p99_ms / 1e3

@@ -9,19 +9,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from sbprof.analysis.figures import Outcome
 from sbprof.analysis.limits import Limits
 from sbprof.analysis.machine_facts import MachineFacts
 from sbprof.analysis.stream_criterion import BEHIND_SLOPE
-from sbprof.record import Measurement
-from sbprof.record.cell import setting_name
+from sbprof.record.cell import Cell, setting_name
 from sbprof.record.codec import Codec
 
 
 @dataclass(frozen=True)
 class LatencyRow:
-    """One latency cell of one setting (runs pooled): the figures of the report's tables, in ms, kB and MB."""
+    """One latency cell of one setting (runs pooled): the figures of the report's tables, in ms, kB and MB;
+    ``outcome``: the status and message of the record that speaks for it."""
 
-    record: Measurement
+    outcome: Outcome
     chunk_size: int
     left_context: int
     streams: int
@@ -87,9 +88,11 @@ class CapacityRow:
     the worst-case compute budget with its interval (from the p99 compute at the capacity), state per stream
     (held, and addressed by the context's tensors), memory per added stream (MB: slope, low, high; or
     ``marginal_why`` it is not given), the server's own time between calls (µs, median) and the serving thread's
-    wait for a core at the capacity (a share of the probe)."""
+    wait for a core at the capacity (a share of the probe); ``outcome`` and ``cell``: the status and message, and
+    the cell, of the record that speaks for it."""
 
-    record: Measurement
+    outcome: Outcome
+    cell: Cell
     chunk_size: int
     left_context: int
     chunk_ms: Optional[float]
@@ -118,15 +121,15 @@ class CapacityRow:
 
 @dataclass(frozen=True)
 class StreamSetting:
-    """One (device, threads): its latency cells, capacity searches, offline RTFx (median, range) and machine load;
-    per chunk size and left context, the memory per added stream over its cells' stream counts (MB: slope, low,
-    high), or why not."""
+    """One (device, threads): its latency cells, capacity searches, offline call (its record's status and message),
+    offline RTFx (median, range) and machine load; per chunk size and left context, the memory per added stream
+    over its cells' stream counts (MB: slope, low, high), or why not."""
 
     device: str
     threads: int
     rows: List[LatencyRow]
     capacities: List[CapacityRow]
-    offline: Optional[Measurement]
+    offline: Optional[Outcome]
     offline_rtfx: Optional[float]
     loads: Optional[Tuple[float, float]]
     offline_range: Optional[Tuple[float, float]] = None

@@ -24,9 +24,11 @@ from sbprof.analysis.rank_rows import MissingRank
 from sbprof.analysis.limits import Limits, Verdict, limits
 from sbprof.analysis.world_scaling import ScalingRow, scaling_rows
 from sbprof.base.errors import ConfigError
-from sbprof.analysis.figures import cell_sort_key
+from sbprof.analysis.figures import Outcome, cell_sort_key
 from sbprof.record import Measurement
+from sbprof.record.cell import Cell
 from sbprof.record.codec import Codec, from_json
+from sbprof.record.measurement import MemoryPeak
 from sbprof.record.params import ParamCount
 from sbprof.record.results import Results
 from sbprof.base.stats import summarise
@@ -142,12 +144,18 @@ class FlopsRow:
 class TrainCell:
     """One (variant, setting, run) of a training profile, with everything its section shows.
 
+    ``cell``, ``outcome``, ``warmup`` and ``memory``: its record's cell, status and message, warm-up steps left out
+    and peaks; ``cores``: the logical cores of the machine it ran on (``None`` when the record does not say);
     ``audio_s`` and ``audio_steps``: the audio seconds trained over the steps and how many steps they cover;
     ``macs_per_step``: mean MACs per step; ``other_load``: the 1-minute load beyond the worker's own threads
     (other work on the machine).
     """
 
-    record: Measurement
+    cell: Cell
+    outcome: Outcome
+    warmup: int
+    memory: Optional[MemoryPeak]
+    cores: Optional[int]
     payload: TrainPayload
     brain: str
     figures: Optional[TrainFigures]
@@ -162,7 +170,8 @@ class TrainCell:
 
 @dataclass(frozen=True)
 class WorldRun:
-    """One launched world of a scaling study (variant, setting, scaling, world size, run): its ranks merged."""
+    """One launched world of a scaling study (variant, setting, scaling, world size, run): its ranks merged;
+    ``launch``: the status and message of its launch record (``None`` without one)."""
 
     variant: str
     device: str
@@ -170,7 +179,7 @@ class WorldRun:
     world_size: int
     scaling: str
     run: int
-    launch: Optional[Measurement]
+    launch: Optional[Outcome]
     summary: RunSummary
     torchrun: str = "?"  # the launch's command line
 
@@ -261,7 +270,10 @@ def train_cell(m: Measurement) -> TrainCell:
     macs = extra.flops.macs_per_step if extra.flops is not None else []
     # The load counts this process's own threads: the rest is other work on the machine.
     other = None if extra.loadavg_1m is None else extra.loadavg_1m - m.cell.threads
-    return TrainCell(record=m, payload=extra, brain=str(m.settings.get("brain", "")), figures=from_json(TrainFigures, figures) if figures else None,
+    return TrainCell(cell=m.cell, outcome=Outcome.of(m), warmup=m.warmup, memory=m.memory,
+                     cores=m.env.cpu_count if m.env is not None else None, payload=extra,
+                     brain=str(m.settings.get("brain", "")),
+                     figures=from_json(TrainFigures, figures) if figures else None,
                      steps=breakdown_steps(extra.modules, _audio_per_step(extra)),
                      detailed_steps=breakdown_steps(extra.modules_detailed),
                      flops=_flops_rows(extra), audio_s=sum(extra.audio_s_per_step),
@@ -294,7 +306,8 @@ def world_runs(records: List[Measurement]) -> List[WorldRun]:
         backend = next((str(m.settings["distributed"].get("backend")) for m in ranks
                         if "distributed" in m.settings), "n/a")
         summary = summarise_run(analysis, info.run_id, backend, info.run_folder)
-        out.append(WorldRun(variant, device, threads, size, scaling, run, launch, summary,
+        out.append(WorldRun(variant, device, threads, size, scaling, run,
+                            None if launch is None else Outcome.of(launch), summary,
                             str(launch.settings.get("torchrun", "?")) if launch is not None else "?"))
     return out
 

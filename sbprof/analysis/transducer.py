@@ -15,9 +15,11 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from sbprof.analysis.figures import Outcome
 from sbprof.analysis.limits import Limits, Verdict, fastest_backend, limits, out_of_memory
 from sbprof.base.errors import ConfigError
 from sbprof.record import Measurement
+from sbprof.record.cell import Cell
 from sbprof.record.codec import Codec, from_json
 from sbprof.record.results import Results
 from sbprof.analysis.runs import group_runs, representative
@@ -74,10 +76,13 @@ def payload(m: Measurement) -> TransducerPayload:
 
 @dataclass(frozen=True)
 class BackendRow:
-    """One backend's cell: the record that speaks for it (and its payload), its step times (pooled over runs), its
-    peak, and on a CPU device its CPU time per step (mean and ~95 % interval, pooled over runs)."""
+    """One backend's cell: the label, status and message, cell and payload of the record that speaks for it, its
+    step times (pooled over runs), its peak, and on a CPU device its CPU time per step (mean and ~95 % interval,
+    pooled over runs)."""
 
-    record: Measurement
+    label: str
+    outcome: Outcome
+    cell: Cell
     payload: TransducerPayload
     python: Optional[str]  # the interpreter and torch the backend ran in
     torch: Optional[str]
@@ -90,7 +95,12 @@ class BackendRow:
     @property
     def mode(self) -> str:
         """``fixed``, ``max_frames`` or ``search``."""
-        return mode_of(self.record)
+        return mode_of(self.cell)
+
+    @property
+    def max_frames(self) -> Optional[int]:
+        """The frames a batch holds at most (``max_frames`` mode)."""
+        return self.cell.params.get("max_frames")
 
 
 @dataclass(frozen=True)
@@ -107,9 +117,13 @@ class ModeTable:
 
 @dataclass(frozen=True)
 class SearchRow:
-    """A memory search's row: its budget (MB, ``None``: the device's OOM) and every probe's peak (MB)."""
+    """A memory search's row: its backend (the record's label), status and message, device, what it searched, its
+    budget (MB, ``None``: the device's OOM) and every probe's peak (MB)."""
 
-    record: Measurement
+    label: str
+    outcome: Outcome
+    device: str
+    searched: Optional[str]
     payload: SearchPayload
     budget_mb: Optional[float]
     probes_mb: List[Tuple[int, Optional[float]]]
@@ -147,8 +161,8 @@ class TransducerSummary:
     limits: Limits = field(default_factory=Limits)  # what limits this here: see transducer_limits
 
 
-def mode_of(m: Measurement) -> str:
-    return str(m.cell.params.get("mode", ""))
+def mode_of(cell: Cell) -> str:
+    return str(cell.params.get("mode", ""))
 
 
 def _peak_mb(m: Measurement) -> Optional[float]:
@@ -164,8 +178,8 @@ def _row(runs: Sequence[Measurement]) -> BackendRow:
     peaks = [p for p in (_peak_mb(m) for m in ok) if p is not None]
     extra = payload(rep)
     cpu = [c for m in ok for c in m.cpu_s] if rep.cell.device == "cpu" else []
-    return BackendRow(record=rep, payload=extra, python=rep.settings.get("python"), torch=rep.settings.get("torch"),
-                      runs=len(ok),
+    return BackendRow(label=rep.label, outcome=Outcome.of(rep), cell=rep.cell, payload=extra,
+                      python=rep.settings.get("python"), torch=rep.settings.get("torch"), runs=len(ok),
                       ranked=bool(ok) and extra.agreement is not None and extra.agreement.ok,
                       steps=summarise([s for m in ok for s in m.wall_s]) if ok else None,
                       peak_mb=statistics.median(peaks) if peaks else None,
@@ -178,16 +192,15 @@ def analyse(results: Results) -> TransducerSummary:
     A measured backend record without step times (a hand-edited file) is refused, naming it.
     """
     for m in results.records:
-        if m.ok and not m.wall_s and mode_of(m) != "search":
+        if m.ok and not m.wall_s and mode_of(m.cell) != "search":
             raise ConfigError(f"record {m.label!r}: measured (status ok) but its field 'wall_s' holds no step times")
     rows = [_row(runs) for runs in group_runs(results.records).values()]
     tables: Dict[Tuple[str, Optional[int], str, int], List[BackendRow]] = {}
     for row in rows:
-        m = row.record
-        if mode_of(m) == "search":
+        if row.mode == "search":
             continue
-        size = m.cell.batch_size if mode_of(m) == "fixed" else m.cell.params.get("max_frames")
-        tables.setdefault((mode_of(m), size, m.cell.device, m.cell.threads), []).append(row)
+        size = row.cell.batch_size if row.mode == "fixed" else row.max_frames
+        tables.setdefault((row.mode, size, row.cell.device, row.cell.threads), []).append(row)
     timed = [(m, load) for m in results.records for load in [payload(m).loadavg_1m] if load is not None]
     loads = None
     if timed:
@@ -202,14 +215,16 @@ def analyse(results: Results) -> TransducerSummary:
                    for (mode, size, device, threads), group in tables.items()]
     return TransducerSummary(
         rules=from_json(TransducerRules, dict(results.rules), "rules") if results.rules else None, loads=loads,
-        tables=mode_tables, searches=[_search_row(r) for r in rows if mode_of(r.record) == "search"], rows=rows,
+        tables=mode_tables, searches=[_search_row(r) for r in rows if r.mode == "search"], rows=rows,
         limits=transducer_limits(mode_tables))
 
 
 def _search_row(row: BackendRow) -> SearchRow:
     found = row.payload.search or SearchPayload()
-    budget = row.record.cell.params.get("budget_bytes")
-    return SearchRow(record=row.record, payload=found, budget_mb=None if budget is None else budget / MB,
+    budget = row.cell.params.get("budget_bytes")
+    return SearchRow(label=row.label, outcome=row.outcome, device=row.cell.device,
+                     searched=row.cell.params.get("searched"), payload=found,
+                     budget_mb=None if budget is None else budget / MB,
                      probes_mb=[(v, None if p is None else p / MB) for v, p, _ in found.probes])
 
 
@@ -249,16 +264,16 @@ def transducer_limits(tables: Sequence[ModeTable]) -> Limits:
             undecided.append(f"fastest backend at {_where(table)}: no backend passed the correctness check")
             continue
         best = mean_interval(ranked[0].steps)
-        wrong = [r.record.label for r in table.rows if not r.ranked and r.steps is not None and r.steps.mean < best[0]]
-        runner_up = (ranked[1].record.label, mean_interval(ranked[1].steps)) if len(ranked) > 1 else None
-        verdict = fastest_backend(ranked[0].record.label, best, _where(table), runner_up, wrong)
+        wrong = [r.label for r in table.rows if not r.ranked and r.steps is not None and r.steps.mean < best[0]]
+        runner_up = (ranked[1].label, mean_interval(ranked[1].steps)) if len(ranked) > 1 else None
+        verdict = fastest_backend(ranked[0].label, best, _where(table), runner_up, wrong)
         if verdict is None:
-            undecided.append(f"fastest backend at {_where(table)}: {ranked[0].record.label} and "
-                             f"{ranked[1].record.label}'s step-time intervals overlap")
+            undecided.append(f"fastest backend at {_where(table)}: {ranked[0].label} and "
+                             f"{ranked[1].label}'s step-time intervals overlap")
         candidates.append(verdict)
-    ooms = [(t.size or 0, t, r) for t in tables for r in t.rows if r.record.status == "oom"]
+    ooms = [(t.size or 0, t, r) for t in tables for r in t.rows if r.outcome.status == "oom"]
     if ooms:
         _, table, row = min(ooms, key=lambda x: x[0])
-        candidates.append(out_of_memory(row.record.label, _where(table),
-                                        [r.record.label for r in table.rows if r.steps is not None]))
+        candidates.append(out_of_memory(row.label, _where(table),
+                                        [r.label for r in table.rows if r.steps is not None]))
     return limits(candidates, undecided)

@@ -33,7 +33,7 @@ def _left(left: int) -> str:
 
 
 def _failed(r: LatencyRow, width: int) -> List[str]:
-    return [_chunk(r), _left(r.left_context), str(r.streams), status_text(r.record) or "no samples"] + [""] * width
+    return [_chunk(r), _left(r.left_context), str(r.streams), status_text(r.outcome) or "no samples"] + [""] * width
 
 
 def _interval(r: LatencyRow) -> str:
@@ -146,7 +146,7 @@ def capacity_table(summary: StreamSummary) -> str:
         for c in s.capacities:
             if c.capacity is None:
                 rows.append([setting_label(s), _chunk(c), _left(c.left_context), _ms(c.target_ms),
-                             status_text(c.record) or "no probes"] + blank + [rtfx, ""])
+                             status_text(c.outcome) or "no probes"] + blank + [rtfx, ""])
                 continue
             found = (_span(c.capacity, c.capacity_low, c.capacity_high)
                      + (" (the search's limit)" if c.capacity >= c.max_streams else ""))
@@ -255,8 +255,8 @@ def render_csv(summary: StreamSummary) -> str:
         for r in s.rows:
             row: Dict[str, Any] = {**base, "kind": "latency", "chunk_size": r.chunk_size, "chunk_ms": r.chunk_ms,
                                    "left_context_chunks": r.left_context, "streams": r.streams, "traffic": r.traffic,
-                                   "status": r.record.status, "runs": r.runs, "chunks": r.chunks,
-                                   "message": r.record.message}
+                                   "status": r.outcome.status, "runs": r.runs, "chunks": r.chunks,
+                                   "message": r.outcome.message}
             row.update({f"{k}_ms": v for k, v in r.compute_ms.items()})
             if r.p99_interval_ms:
                 row.update(p99_low_ms=r.p99_interval_ms[0], p99_high_ms=r.p99_interval_ms[1])
@@ -272,7 +272,7 @@ def render_csv(summary: StreamSummary) -> str:
             writer.writerow(row)
         for c in s.capacities:
             writer.writerow({**base, "kind": "capacity", "chunk_size": c.chunk_size, "chunk_ms": c.chunk_ms,
-                             "left_context_chunks": c.left_context, "traffic": c.traffic, "status": c.record.status,
+                             "left_context_chunks": c.left_context, "traffic": c.traffic, "status": c.outcome.status,
                              "runs": c.runs, "delay_target_ms": c.target_ms, "streams_per_machine": c.capacity,
                              "streams_per_machine_low": c.capacity_low, "streams_per_machine_high": c.capacity_high,
                              "delay_p99_at_capacity_ms": c.delay_p99_ms, "core_wait_share_at_capacity": c.waited_share,
@@ -281,7 +281,7 @@ def render_csv(summary: StreamSummary) -> str:
                              "state_addressed_kb": c.state_view_kb,
                              **dict(zip(("memory_per_added_stream_mb", "memory_per_added_stream_low_mb",
                                          "memory_per_added_stream_high_mb"), c.marginal_mb or ())),
-                             "server_own_time_per_chunk_us": c.own_us, "message": c.record.message})
+                             "server_own_time_per_chunk_us": c.own_us, "message": c.outcome.message})
         if s.offline is not None:
             writer.writerow({**base, "kind": "offline", "status": s.offline.status, "offline_rtfx": s.offline_rtfx,
                              "offline_rtfx_min": s.offline_range[0] if s.offline_range else None,

@@ -18,7 +18,7 @@ REPORT_FILE = "report.md"
 
 
 def _memory_text(cell: TrainCell) -> str:
-    mem = cell.record.memory
+    mem = cell.memory
     if mem is None:
         return "n/a"
     if mem.peak_cuda_bytes is not None:
@@ -45,10 +45,10 @@ def _precisions(extra: TrainPayload) -> str:
 
 def summary_table(cell: TrainCell) -> str:
     """The headline figures of one cell."""
-    m, f, extra = cell.record, cell.figures, cell.payload
+    f, extra = cell.figures, cell.payload
     rows = [
         ["step time, median [q1, q3]", f"{sig3(f.step_s_median)} s [{sig3(f.step_s_q1)}, {sig3(f.step_s_q3)}] "
-                                       f"over {f.steps} steps ({m.warmup} warm-up steps left out)"],
+                                       f"over {f.steps} steps ({cell.warmup} warm-up steps left out)"],
         ["audio trained per second", f"{sig3(f.audio_s_per_s)} s/s ({sig3(cell.audio_s)} s of audio in "
                                      f"{cell.audio_steps} steps)" if f.audio_s_per_s is not None else "n/a"],
         ["peak memory (one step, longest batch)", _memory_text(cell)],
@@ -73,7 +73,7 @@ def summary_table(cell: TrainCell) -> str:
                  ["FLOPs per second of audio", si(f.flops_per_audio_s, "FLOP") + " per audio second"],
                  ["achieved (FLOPs per step / step time)", si(f.achieved_flops_per_s, "FLOP/s")]]
     if extra.loadavg_1m is not None:
-        cores = m.env.cpu_count if m.env is not None else "?"
+        cores = "?" if cell.cores is None else cell.cores
         others = cell.other_load
         note = f" (about {others:.1f} more busy with other work: steps shared the CPU)" if others > 0.5 else ""
         rows.append(["machine load (1-min average, after the timed steps)",
@@ -111,12 +111,12 @@ def params_table(cell: TrainCell) -> Optional[str]:
 
 def render_variant(cell: TrainCell) -> str:
     """The section of one cell (a variant on a setting, one run)."""
-    m, where, extra = cell.record, cell.record.cell, cell.payload
+    where, extra = cell.cell, cell.payload
     run = f", run {where.run}" if where.run else ""
     head = (f"## {where.model} ({cell.brain}, {where.device}, {where.threads} threads, "
             f"batch {where.batch_size}{run})")
-    if not m.ok:
-        return f"{head}\n\n{m.status}: {m.message}\n"
+    if not cell.outcome.ok:
+        return f"{head}\n\n{cell.outcome.status}: {cell.outcome.message}\n"
     cpu = ([CPU_DEFINITION, ""] if cell.figures is not None and cell.figures.cpu_s_median is not None else [])
     parts = [head, "", summary_table(cell), "", *cpu, "### Where the step's time goes", "",
              render_breakdown(extra.modules, cell.steps).rstrip()]

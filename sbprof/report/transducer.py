@@ -61,25 +61,24 @@ def _runtime(row: BackendRow) -> str:
 
 def _cpu(row: BackendRow) -> str:
     if row.cpu_step_s is None:
-        return "n/a (GPU)" if row.record.cell.device != "cpu" else "n/a"
+        return "n/a (GPU)" if row.cell.device != "cpu" else "n/a"
     mean, low, high = (x * US for x in row.cpu_step_s)
     return f"{mean:,.0f} [{low:,.0f}, {high:,.0f}]"
 
 
 def _row(row: BackendRow) -> List[str]:
-    m = row.record
     agreement = _agreement_text(row.payload.agreement)
     if row.steps is not None:
         s = row.steps
         note = "" if row.ranked else "not ranked"
         runs = f" ({row.runs} runs)" if row.runs > 1 else ""
-        return [m.label, f"{s.mean * US:,.0f}{runs}", f"{s.median * US:,.0f} [{s.q1 * US:,.0f}, {s.q3 * US:,.0f}]",
+        return [row.label, f"{s.mean * US:,.0f}{runs}", f"{s.median * US:,.0f} [{s.q1 * US:,.0f}, {s.q3 * US:,.0f}]",
                 _cpu(row), "n/a" if row.peak_mb is None else f"{row.peak_mb:,.0f}", agreement, _runtime(row), note]
-    note = m.message.replace("|", "/")
+    note = row.outcome.message.replace("|", "/")
     if row.payload.not_installed:
         note = f"{note}; install: {row.payload.install_hint}"
-    status = {"skipped": "skipped", "oom": "OOM", "error": "error"}.get(m.status, m.status)
-    return [m.label, status, "", "", "", agreement, _runtime(row), note]
+    status = {"skipped": "skipped", "oom": "OOM", "error": "error"}.get(row.outcome.status, row.outcome.status)
+    return [row.label, status, "", "", "", agreement, _runtime(row), note]
 
 
 def _header(summary: TransducerSummary) -> List[str]:
@@ -104,10 +103,10 @@ def _search_table(searches: List[SearchRow]) -> List[str]:
            "| backend | device | searched | budget (MB) | largest that fits | probes (value: peak MB) |",
            "|---|---|---|---|---|---|"]
     for row in searches:
-        m, found = row.record, row.payload
+        found, outcome = row.payload, row.outcome
         probes = ", ".join(f"{v}: {'OOM' if p is None else f'{p:,.0f}'}" for v, p in row.probes_mb)
-        largest = found.largest if m.ok else f"{m.status}: {m.message}"
-        out.append(f"| {m.label} | {m.cell.device} | {m.cell.params.get('searched')} "
+        largest = found.largest if outcome.ok else f"{outcome.status}: {outcome.message}"
+        out.append(f"| {row.label} | {row.device} | {row.searched} "
                    f"| {'device OOM' if row.budget_mb is None else f'{row.budget_mb:,.0f}'} "
                    f"| {largest}{' (limit)' if found.capped else ''} | {probes} |")
     return out + [""]
@@ -163,11 +162,11 @@ def render_csv(summary: TransducerSummary) -> str:
     writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
     writer.writeheader()
     for r in summary.rows:
-        m = r.record
         agreement = r.payload.agreement
-        row: Dict[str, Any] = {"backend": m.label, "mode": r.mode, "batch_size": m.cell.batch_size,
-                               "max_frames": m.cell.params.get("max_frames"), "device": m.cell.device,
-                               "threads": m.cell.threads, "status": m.status, "runs": r.runs, "message": m.message,
+        row: Dict[str, Any] = {"backend": r.label, "mode": r.mode, "batch_size": r.cell.batch_size,
+                               "max_frames": r.max_frames, "device": r.cell.device,
+                               "threads": r.cell.threads, "status": r.outcome.status, "runs": r.runs,
+                               "message": r.outcome.message,
                                "agreement_ok": agreement and agreement.ok, "steps": r.steps.count if r.steps else 0,
                                "max_loss_rel_diff": agreement and agreement.max_loss_rel_diff,
                                "max_grad_abs_diff": agreement and agreement.max_grad_abs_diff, "peak_mb": r.peak_mb,
