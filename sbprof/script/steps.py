@@ -101,6 +101,9 @@ class Steps:
         if role is None:
             self.current = None
             self._forget()
+            # This stage's loop ran since the last recorded step: the next recorded step's time between starts at
+            # its own first __next__ (a stage past its plan would otherwise lend its steps to another's).
+            self._last_end = None
             return
         wall0 = time.perf_counter()
         wait = self._wait_s

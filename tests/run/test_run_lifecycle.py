@@ -52,6 +52,25 @@ def test_time_between_runs_from_the_stages_last_step_less_the_wait_and_sbprofs_o
     assert steps.stages["valid"].between_s[0] == pytest.approx(start - t1 - 0.005, abs=1e-9)
 
 
+def test_a_stage_past_its_plan_between_two_steps_of_another_is_no_time_between_them():
+    # train's step, then valid's steps past its plan (counted, not recorded; they take 50 ms), then train again:
+    # train's time between starts at the first __next__ after valid's last step, not at its own last step.
+    steps = Steps()
+    steps.begin("train")
+    steps.end()
+    steps.begin("valid", role=None)
+    time.sleep(0.05)
+    steps.end()
+    t0 = time.perf_counter()
+    steps.add_wait(t0, t0 + 0.002)
+    time.sleep(0.01)
+    steps.begin("train")
+    start = steps.current.wall0
+    steps.end()
+    assert steps.stages["train"].between_s[1] == pytest.approx(start - t0 - 0.002, abs=1e-9)
+    assert steps.stages["train"].between_s[1] < 0.05  # the replay above, less than valid's 50 ms
+
+
 def test_regions_entered_before_the_step_count_from_its_start_and_the_closure_counts_for_none():
     steps = Steps()
     steps.enter("optimizer")  # LBFGS: Optimizer.step starts, then its closure calls the model
