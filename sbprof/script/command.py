@@ -18,7 +18,7 @@ from sbprof.jobs.job import ArgumentParser, Invocation
 
 DEFAULTS: Dict[str, Any] = {"script": None, "module": None, "args": (), "warmup": 2, "measured": 5,
                             "keep_going": False, "trace": True, "output_folder": None, "verbose": False,
-                            "ddp": None}
+                            "ddp": None, "stages": None}
 """The run job's options and their defaults (the command line's and :func:`sbprof.run`'s)."""
 DDP_BACKENDS = ("gloo", "nccl", "auto")
 USAGE = "%(prog)s [options] SCRIPT.py [ARGS ...]\n       %(prog)s [options] -m MODULE [ARGS ...]\n" \
@@ -40,6 +40,9 @@ def parser(prog: str) -> ArgumentParser:
                    help=f"steps per stage measured after the warm-up (default {DEFAULTS['measured']})")
     p.add_argument("--continue", dest="keep_going", action="store_true",
                    help="after the measured steps, let the script run to its end (default: stop it there)")
+    p.add_argument("--stages", metavar="STAGE[,STAGE...]", type=lambda text: text.split(","),
+                   help="measure only these stages (e.g. train, or brain2.valid); the others' steps run unmeasured, and "
+                        "the script stops once these have their steps (default: every stage)")
     p.add_argument("--no-trace", dest="trace", action="store_false", help="no torch.profiler trace")
     p.add_argument("--verbose", action="store_true", help="keep the profiler's own console lines (hidden by default)")
     p.add_argument("--ddp", nargs="?", const="auto", metavar="gloo|nccl",
@@ -64,7 +67,7 @@ def split_argv(argv: List[str]) -> Tuple[List[str], Optional[str], List[str]]:
     >>> split_argv(["--ddp", "train.py"]), split_argv(["--ddp", "gloo", "train.py"])[1]
     ((['--ddp'], 'train.py', []), 'train.py')
     """
-    takes_value = {"-m", "--warmup", "--measured", "--output_folder", "--render-only",
+    takes_value = {"-m", "--warmup", "--measured", "--output_folder", "--render-only", "--stages",
                    "--vary", "--rounds", "--loss-tolerance", "--time-budget"}  # the last four: sbprof.cli.vary
     i = 0
     while i < len(argv):
@@ -130,6 +133,7 @@ def load_config(source: Mapping[str, Any], overrides: Optional[Mapping[str, Any]
                           f"{args['measured']}")
     for key in ("warmup", "measured"):  # the jobs' bound on counts
         check_int(args[key], f"--{key}", 0)
+    stages = _check_stages(args["stages"])
     target = check_target(args["script"], args["module"], list(args["args"]))
     ddp = check_ddp(args["ddp"])
     folder = check_output_folder(args["output_folder"], "--output_folder", str(Path("results") / "run" / target.name))
@@ -140,4 +144,26 @@ def load_config(source: Mapping[str, Any], overrides: Optional[Mapping[str, Any]
     preamble = Preamble(devices=("cpu",), cpu_threads=(1,), cuda_threads=1, seed=0, warmup=args["warmup"],
                         measured=args["measured"], repeats=Repeats(runs=1), output_folder=folder, progress_bar=False)
     return RunConfig(preamble=preamble, target=target, keep_going=bool(args["keep_going"]), trace=bool(args["trace"]),
-                     rank_folder=ranks, verbose=bool(args["verbose"]), ddp=ddp)
+                     rank_folder=ranks, verbose=bool(args["verbose"]), ddp=ddp, stages=stages)
+
+
+def _check_stages(stages: Any) -> Optional[Tuple[str, ...]]:
+    """``--stages``' names (``None``: every stage); :class:`ConfigError` for an empty or repeated name.
+
+    Example
+    -------
+    >>> _check_stages(["train"]), _check_stages(None)
+    (('train',), None)
+    >>> _check_stages(["train", ""])
+    Traceback (most recent call last):
+    ...
+    sbprof.base.errors.ConfigError: --stages takes stage names separated by commas (e.g. --stages train,valid), got 'train,'
+    """
+    if stages is None:
+        return None
+    names = [stages] if isinstance(stages, str) else stages
+    if not isinstance(names, (list, tuple)) or not names \
+            or not all(isinstance(n, str) and n.strip() == n and n for n in names) or len(set(names)) != len(names):
+        shown = ",".join(map(str, names)) if isinstance(names, (list, tuple)) else repr(names)
+        raise ConfigError(f"--stages takes stage names separated by commas (e.g. --stages train,valid), got {shown!r}")
+    return tuple(names)

@@ -15,7 +15,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 from sbprof.base.errors import ConfigError, MeasurementError
 from sbprof.jobs.plan import JobPlan, Records, Step, StoreView
@@ -43,11 +43,12 @@ class RunConfig:
     rank_folder: Optional[str] = None  # under torchrun: where the ranks' files go (this rank's results go below)
     verbose: bool = False  # the profiler's own console lines kept
     ddp: Optional[str] = None  # --ddp: the process group's backend sbprof starts (sbprof.script.ddp)
+    stages: Optional[Tuple[str, ...]] = None  # --stages: the only stages measured (None: every stage)
 
     def rules(self) -> Dict[str, Any]:
         return {"script": self.target.path, "module": self.target.module, "args": list(self.target.args),
                 "warmup": self.preamble.warmup, "measured": self.preamble.measured, "continue": self.keep_going,
-                "trace": self.trace, "ddp": self.ddp}
+                "trace": self.trace, "ddp": self.ddp, "stages": list(self.stages) if self.stages else None}
 
 
 class Plan(JobPlan):
@@ -82,7 +83,7 @@ class Plan(JobPlan):
 
             ranks = rank_steps(Path(self.cfg.target.argv0).name, Path(self.cfg.rank_folder), pre.warmup, pre.measured)
         session = Session(pre.warmup, pre.measured, self.cfg.keep_going, trace_dir, ranks, log=log,
-                          verbose=self.cfg.verbose)
+                          verbose=self.cfg.verbose, stages=self.cfg.stages)
         if ranks is not None:
             session.checkpoints_dir = Path(self.cfg.rank_folder).parent / DEBUG_CHECKPOINTS
         hooks = Hooks(session)
@@ -144,6 +145,12 @@ class Plan(JobPlan):
         peak = self._peak(session) if session.flops else None
         records = [self._record(stage, session, peak) for stage in session.steps.stages
                    if session.steps.stages[stage].roles]
+        if not records and self.ended.how != "raised" and self.cfg.stages and session.steps.stages:
+            from sbprof.base.checks import nearest
+
+            seen = list(session.steps.stages)
+            raise ConfigError(f"--stages {','.join(self.cfg.stages)}: no step of {' or '.join(self.cfg.stages)} was "
+                              f"seen{nearest(self.cfg.stages[0], seen)}; the script's stages: {', '.join(seen)}")
         if not records and self.ended.how != "raised":
             raise ConfigError(f"{self.cfg.target.argv0}: {NOTHING_SEEN} in the script (it "
                               f"{describe(self.ended)}); sbprof run profiles speechbrain.core.Brain batches, "

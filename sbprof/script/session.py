@@ -28,7 +28,7 @@ import time
 import warnings
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
@@ -58,14 +58,19 @@ class Session:
         Receives a progress line before each pause sbprof makes in the script (exporting a trace).
     verbose : bool
         Keep the profiler's own console lines.
+    stages : tuple of str, optional
+        ``--stages``: the only stages measured; another stage's steps are counted, not recorded, and the script
+        stops at the first step after these have their steps (unless ``keep_going``).
     """
 
     def __init__(self, warmup: int, measured: int, keep_going: bool, trace_dir: Optional[Path], ranks: Any = None,
-                 log: Optional[Callable[[str], None]] = None, verbose: bool = False):
+                 log: Optional[Callable[[str], None]] = None, verbose: bool = False,
+                 stages: Optional[Tuple[str, ...]] = None):
         self.warmup, self.measured = warmup, measured
         self.steps = Steps()
         self.ranks = ranks
         self.keep_going = keep_going
+        self.stages = stages
         self.log = log or (lambda line: None)
         self.tracer = Tracer(trace_dir, self.log, verbose) if trace_dir is not None else None
         self.thread = threading.get_ident()  # the script's thread: the only one StopRun may be raised in
@@ -100,7 +105,9 @@ class Session:
     def plan(self, stage: str) -> StagePlan:
         """The stage's plan, fixed at its first step."""
         plan = self.plans.get(stage)
-        if plan is None:
+        if plan is None and not self.wanted(stage):
+            plan = self.plans[stage] = StagePlan(0, 0, memory=0, modules=0, traced=0)  # counted, never recorded
+        elif plan is None:
             plan = self.plans[stage] = stage_plan(self.warmup, self.measured, self.limits.get(stage),
                                                   self.tracer is not None)
             if plan.shrunk:
@@ -119,11 +126,19 @@ class Session:
     def recording(self, stage: str) -> bool:
         return self.next_role(stage) is not None
 
+    def wanted(self, stage: str) -> bool:
+        """Whether ``stage`` is measured (``--stages``)."""
+        return self.stages is None or stage in self.stages
+
     def should_stop(self, stage: str, kind: str) -> bool:
         """Whether a new step of ``stage`` is past its plan and the script is to stop there: a loop's or an
-        interface's stage (a Brain's debug mode bounds its own), in the script's thread only."""
-        return (not self.keep_going and kind != "brain" and stage in self.steps.stages
-                and threading.get_ident() == self.thread and not self.recording(stage))
+        interface's stage (a Brain's debug mode bounds its own), or any stage once ``--stages``' stages have their
+        steps; in the script's thread only."""
+        if self.keep_going or threading.get_ident() != self.thread:
+            return False
+        if self.stages is not None and all(s in self.steps.stages and not self.recording(s) for s in self.stages):
+            return True
+        return kind != "brain" and stage in self.steps.stages and not self.recording(stage)
 
     def checkpoint(self) -> None:
         """A module call, backward or optimiser step: the tracer's chance to stop collecting at its cap."""

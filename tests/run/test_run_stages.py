@@ -48,3 +48,24 @@ def test_each_stage_reads_its_own_memory_and_trace_and_a_short_test_stage_is_mea
     assert "fewer than --warmup 2 + 1: measured with 1 warm-up step" in report
     assert "## Stage `brain2.train` (brain, Brain 2: MemoryBrain)" in report
     assert "recipe finished" not in done.stdout  # stopped once evaluate returned
+
+
+def test_stages_measures_only_the_named_stage_and_stops_the_script_once_it_has_its_steps(tmp_path):
+    # One batch per epoch: train's 12 planned steps take 12 epochs, each with its valid step between (unrecorded).
+    hparams = [str(BRAIN / "memory.py"), str(BRAIN / "hparams.yaml"), "--output_folder", str(tmp_path / "recipe"),
+               "--train_bytes", "1e6", "--eval_bytes", "1e6", "--test_batches", "2", "--second_brain", "1"]
+    done = sbprof_run(["--stages", "train", "--no-trace", "--output_folder", str(tmp_path / "out"), *hparams],
+                      cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    stages = records(tmp_path / "out")
+    assert list(stages) == ["train"] and len(stages["train"]["wall_s"]) == 5
+    # Stopped at the first step after train's plan: the second Brain and the test stage never ran.
+    assert "recipe finished" not in done.stdout
+    assert "was stopped by sbprof once its steps were recorded" in (tmp_path / "out" / "report.md").read_text()
+    # A stage the script never reaches: one line, exit 2.
+    done = sbprof_run(["--stages", "trian", "--no-trace", "--output_folder", str(tmp_path / "none"), *hparams],
+                      cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].endswith(
+        "--stages trian: no step of trian was seen (did you mean 'train'?); the script's stages: train, valid, "
+        "brain2.train, brain2.valid, test")
