@@ -1,12 +1,15 @@
-"""The loss check of ``sbprof run --vary`` for variants that change the script's own arguments, on records whose
-losses are known: arguments the script ignores leave every loss as the base's (compared: 0 %), a batch size changes
-them (not compared, still ranked), a loss that is not finite is flagged whatever the arguments.
+"""The loss check of ``sbprof run --vary`` on losses that are known: for variants that change the script's own
+arguments, arguments the script ignores leave every loss as the base's (compared: 0 %), a batch size changes them
+(not compared, still ranked), a loss that is not finite is flagged whatever the arguments; and a loss that fell a
+thousandfold is not judged by its last digits, while a real change (bf16 on a CTC loss) still is.
 """
 from __future__ import annotations
 
 import math
 
-from sbprof.analysis.vary import analyse
+import pytest
+
+from sbprof.analysis.vary import analyse, loss_change
 from sbprof.record import Cell, Measurement
 from sbprof.record.results import Results
 
@@ -44,3 +47,21 @@ def test_arguments_that_leave_the_losses_alone_are_compared_others_not_and_a_non
     # 0.05 s a step against 0.10: 2x the audio seconds per second; the diverged one, faster still, is never ranked
     assert report.winner == "--batch_size 4" and "--lr 1e9" not in report.ranking
     assert abs(bigger.figures["audio_per_s"].ratio.ratio - 2.0) < 1e-9
+
+
+# The first 8 training losses of two of SpeechBrain's integration examples, read by sbprof run --vary (1 thread
+# against 2; fp32 against bf16 autocast), same seed, same batches.
+SPEAKER_ID_1_THREAD = [0.68286, 0.0784768, 0.000674187, 6.49209e-05, 3.28413e-05, 2.24556e-05, 1.49159e-05, 1.06244e-05]
+SPEAKER_ID_2_THREADS = [0.68286, 0.0786485, 0.000728577, 5.87675e-05, 2.81775e-05, 1.90582e-05, 1.32171e-05,
+                        9.80486e-06]
+ASR_CTC_FP32 = [14.7738, 16.6584, 14.817, 12.7061, 13.8277, 12.2618, 8.45523, 7.41836]
+ASR_CTC_BF16 = [14.7725, 17.4578, 17.5237, 14.7628, 15.6448, 14.6491, 11.6927, 12.3776]
+
+
+def test_a_loss_that_fell_a_thousandfold_is_not_judged_by_its_last_digits_a_real_change_still_is():
+    # Two threads sum in another order: after the loss fell from 0.68 to 1e-5, its last digits differ by 15 % of
+    # themselves, 0.00017 of 0.68 at most (step 2). bf16 moves CTC's loss by 5 (of 17) within 8 steps.
+    assert loss_change(SPEAKER_ID_1_THREAD, SPEAKER_ID_2_THREADS) == pytest.approx((0.0786485 - 0.0784768) / 0.68286)
+    assert loss_change(ASR_CTC_FP32, ASR_CTC_BF16) == pytest.approx((12.3776 - 7.41836) / 16.6584, rel=1e-6)
+    step_by_step = max(abs(v - b) / b for b, v in zip(SPEAKER_ID_1_THREAD, SPEAKER_ID_2_THREADS))
+    assert step_by_step > 0.14  # what a comparison with each step's own loss read: flagged at any tolerance < 14 %
