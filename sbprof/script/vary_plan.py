@@ -11,7 +11,10 @@ losses its first steps computed. A run that fails (an error, the OOM killer,
 a script refusing an argument, nothing measured) is one ``error`` record with
 its reason, and the other runs go on; a variant whose first run failed is
 not run again. A run already stored is not run again
-(resume); no round starts past ``time_budget_s``.
+(resume); no run starts that would end past ``time_budget_s`` (as long as
+the longest run so far), and a run still going when the budget ends (a
+slower round, a hang) is stopped there, with its DataLoader workers, and
+recorded as failed: the budget bounds the comparison's time.
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from sbprof.jobs.plan import JobPlan, Records, Step, StoreView
 from sbprof.jobs.preamble import Preamble
@@ -82,6 +85,47 @@ def failure_reason(returncode: int, stderr: str) -> str:
     return f"exit status {returncode}: {last[:300]}"
 
 
+def run_bounded(command: List[str], env: Dict[str, str], timeout: Optional[float]) -> Tuple[Optional[int], str]:
+    """Run ``command`` to its end or for ``timeout`` seconds at most: its exit status (``None`` when it was
+    stopped there, it and every process it started killed) and what it printed on stderr.
+
+    Example
+    -------
+    >>> run_bounded([sys.executable, "-c", "import sys; sys.exit('no')"], dict(os.environ), None)
+    (1, 'no\\n')
+    >>> run_bounded([sys.executable, "-c", "import time; time.sleep(60)"], dict(os.environ), 0.5)[0] is None
+    True
+    """
+    with subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                          errors="replace") as proc:
+        try:
+            _, stderr = proc.communicate(timeout=timeout)
+            return proc.returncode, stderr
+        except subprocess.TimeoutExpired:
+            _kill_tree(proc.pid)
+            return None, proc.communicate()[1]
+        except BaseException:  # interrupted: the run goes with the comparison, its workers too
+            _kill_tree(proc.pid)
+            raise
+
+
+def _kill_tree(pid: int) -> None:
+    """Kill process ``pid`` and its descendants (DataLoader workers), children first."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        family = root.children(recursive=True) + [root]
+    except psutil.NoSuchProcess:
+        return
+    for p in family:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(family, timeout=10)
+
+
 class VaryPlan(JobPlan):
     """Rounds over the variants, each run a fresh ``sbprof run`` process (see the module docstring)."""
 
@@ -91,6 +135,12 @@ class VaryPlan(JobPlan):
     def __init__(self, cfg: VaryConfig, log: Any = print):
         super().__init__(cfg)
         self.log = log
+        self.started = time.monotonic()  # the comparison's start (reset when its steps begin): the budget's origin
+
+    def time_left(self) -> Optional[float]:
+        """Seconds left of the time budget (``None``: no budget): the most a run may still take."""
+        budget = self.cfg.time_budget_s
+        return None if budget is None else max(0.0, budget - (time.monotonic() - self.started))
 
     def header(self) -> Results:
         target = self.cfg.target
@@ -100,7 +150,7 @@ class VaryPlan(JobPlan):
         return len(self.cfg.variants) * self.cfg.rounds
 
     def steps(self, view: StoreView) -> Iterator[Step]:
-        started = time.monotonic()
+        self.started = started = time.monotonic()
         longest = 0.0
         for round_index in range(self.cfg.rounds):
             for variant in self.cfg.variants:
@@ -135,13 +185,15 @@ class VaryPlan(JobPlan):
         if "threads" in variant.knobs:
             env.update(OMP_NUM_THREADS=str(variant.knobs["threads"]), MKL_NUM_THREADS=str(variant.knobs["threads"]))
         self.log(f"round {round_index + 1}/{self.cfg.rounds}: {variant.name}")
-        proc = subprocess.run(self.command(variant, folder, losses), env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True, errors="replace")
-        (folder.parent / f"round{round_index}.stderr.txt").write_text(proc.stderr)
+        began = time.monotonic()
+        returncode, stderr = run_bounded(self.command(variant, folder, losses), env, self.time_left())
+        (folder.parent / f"round{round_index}.stderr.txt").write_text(stderr)
         params = {"variant": variant.name}
-        records = self._read(folder / "results.json", params, round_index) if proc.returncode == 0 else []
+        records = self._read(folder / "results.json", params, round_index) if returncode == 0 else []
         if not records:
-            reason = failure_reason(proc.returncode, proc.stderr)
+            reason = (failure_reason(returncode, stderr) if returncode is not None else
+                      f"stopped after {time.monotonic() - began:.0f} s: the time budget of "
+                      f"{self.cfg.time_budget_s:g} s ended")
             self.log(f"variant {variant.name!r} failed in round {round_index + 1}: {reason}")
             from sbprof.measuring.env import collect_env
 
