@@ -31,6 +31,7 @@ from sbprof.record import Cell, Measurement
 from sbprof.record.results import Results
 from sbprof.script.launch import Target
 from sbprof.script.vary import Variant
+from sbprof.script import VARY
 
 VARIANTS_DIR = "variants"
 LOSSES = "losses.json"
@@ -85,7 +86,7 @@ def failure_reason(returncode: int, stderr: str) -> str:
 class VaryPlan(JobPlan):
     """Rounds over the variants, each run a fresh ``sbprof run`` process (see the module docstring)."""
 
-    job = "vary"
+    job = VARY.name  # the name its Job gives
     cfg: VaryConfig
 
     def __init__(self, cfg: VaryConfig, log: Any = print):
