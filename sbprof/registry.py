@@ -60,7 +60,7 @@ def get_job(name: str) -> Job:
 def run(job: str, config: Any, overrides: Optional[Dict[str, Any]] = None, log: Callable[[str], None] = print,
         **run_options: Any) -> Any:
     """Run the registered job ``job``: ``sbprof JOB CONFIG.yaml`` from Python; the run's
-    :class:`~sbprof.jobs.runner.Outcome`.
+    :class:`~sbprof.jobs.outcome.Outcome`.
 
     ``config`` is the YAML file, or for a job with its own command line its options as a mapping
     (``run("flops", {"target": "model.yaml", "input": "[4, 16]"})``); ``overrides`` replace keys of it (nested

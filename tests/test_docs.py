@@ -132,9 +132,10 @@ def check_command(line: str) -> None:
     entry = JOBS[name]
     if name == "run":
         from sbprof.cli import vary
+        from sbprof.script import VARY
 
         if vary.handles(argv):  # sbprof run --vary: the comparison's own parsing and checks
-            entry = vary.JOB
+            entry = VARY
     invocation = entry.parse(argv, f"sbprof {name}") if entry.parse is not None else command_line(
         entry, argv, f"sbprof {name}")
     if invocation.render_only is None:

@@ -141,7 +141,7 @@ def analyse(results: Results) -> ComparisonSummary:
     return ComparisonSummary(
         schedule=Schedule(audio_s=rules.get("audio_s"), batch_size=rules.get("batch_size"),
                           warmup=rules.get("warmup", 0), measured=rules.get("measured", 0), input=rules.get("input")),
-        machine=results_facts(results) or MachineFacts(),
+        machine=results_facts(results),
         models={name: VariantSetup(info.get("type"), info.get("module"), dict(info.get("overrides") or {}))
                 for name, info in results.models.items()},
         vary=rules.get("vary", "audio_s"), settings=settings,

@@ -112,7 +112,7 @@ def analyse_machines(machines: Sequence[Machine]) -> MachinesSummary:
             for device, threads in settings_of(m.results):
                 compare.append(MachineSeries(m.label, device, threads, build_series(m.results, (device, threads)),
                                              cpu_costs(m.results, (device, threads))))
-    rows = [MachineRow(m.label, results_facts(m.results) or MachineFacts(), str(m.source)) for m in machines]
+    rows = [MachineRow(m.label, results_facts(m.results), str(m.source)) for m in machines]
     return MachinesSummary(job=job, machines=rows, vary=machines[0].results.rules.get("vary", "audio_s"),
                            compare=compare, sweeps=_sweeps(machines) if job == "profile" else [])
 

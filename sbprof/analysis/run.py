@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from sbprof.analysis.breakdown import BreakdownSteps, ModuleBreakdown, ModuleRow, breakdown_steps
 from sbprof.analysis.limits import Limits, Verdict, data_loading, dispatch_bound, limits
-from sbprof.analysis.machine_facts import MachineFacts, machine_facts
+from sbprof.analysis.machine_facts import MachineFacts, results_facts
 from sbprof.analysis.run_steps import LoopShares, TraceCost, loop_shares, of_role, role_runs, trace_cost
 from sbprof.record import Measurement, MemoryPeak
 from sbprof.record.codec import Codec, from_json
@@ -330,5 +330,5 @@ def analyse(results: Results) -> RunReport:
     them."""
     stages = [stage_figures(m) for m in results.records]
     return RunReport(rules=from_json(RunRules, dict(results.rules), "rules"),
-                     machine=machine_facts(results.machine) or MachineFacts(), notes=list(results.notes),
+                     machine=results_facts(results), notes=list(results.notes),
                      stages=stages, continued=bool(results.rules.get("continue")), limits=run_limits(stages))

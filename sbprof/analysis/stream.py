@@ -59,7 +59,7 @@ from sbprof.analysis.stream_criterion import (audio_rows, budget_margin, median_
 from sbprof.analysis.stream_payload import payload
 from sbprof.analysis.stream_limits import stream_limits
 from sbprof.analysis.stream_sessions import cost_growth, session_times, split_delays
-from sbprof.analysis.machine_facts import machine_facts
+from sbprof.analysis.machine_facts import results_facts
 from sbprof.analysis.stream_summary import LatencyRow, StreamRules, StreamSetting, StreamSummary
 from sbprof.analysis.stream_validation import check_stream_record
 from sbprof.record import Measurement
@@ -208,6 +208,6 @@ def analyse(results: Results) -> StreamSummary:
     model = next(iter(results.models), results.records[0].cell.model if results.records else "")
     loads = [s.loads for s in out if s.loads]
     return StreamSummary(model=model, rules=from_json(StreamRules, dict(results.rules), "rules"),
-                         machine=machine_facts(results.machine), settings=out,
+                         machine=results_facts(results), settings=out,
                          loads=(min(lo for lo, _ in loads), max(hi for _, hi in loads)) if loads else None,
                          limits=stream_limits(results.records, out))

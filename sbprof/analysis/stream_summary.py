@@ -159,12 +159,11 @@ class StreamRules(Codec):
 
 @dataclass(frozen=True)
 class StreamSummary:
-    """Everything a stream job's reports show (see :mod:`sbprof.analysis.stream`); ``machine``: ``None`` when the
-    file holds none."""
+    """Everything a stream job's reports show (see :mod:`sbprof.analysis.stream`)."""
 
     model: str
     rules: StreamRules
-    machine: Optional[MachineFacts]
+    machine: MachineFacts
     settings: List[StreamSetting]
     loads: Optional[Tuple[float, float]] = None  # the lowest and highest 1-minute load over every setting
     limits: Limits = field(default_factory=Limits)  # what limits this model here (sbprof.analysis.stream_limits)

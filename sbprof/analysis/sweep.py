@@ -21,7 +21,7 @@ from sbprof.analysis.costmodel import HeldOutReport
 from sbprof.analysis.figures import batch_audio_seconds, busy_rtf, cell_figures, cell_sort_key, setting_sort_key
 from sbprof.analysis.intervals import RunsSummary, SpreadPrior
 from sbprof.analysis.limits import Limits
-from sbprof.analysis.machine_facts import MachineFacts, machine_facts
+from sbprof.analysis.machine_facts import MachineFacts, results_facts
 from sbprof.analysis.machine_load import OthersLoad, others_of, oversubscribed
 from sbprof.analysis.predictions import (CellPrediction, ShownPrediction, held_out_validation, predict_cells,
                                          shown_predictions)
@@ -162,7 +162,7 @@ class SweepSummary:
     models: List[SweepModel]
     rows: List[CellRow]
     counts: Dict[str, int]
-    env: Optional[MachineFacts]
+    machine: MachineFacts
     example_audio: Optional[str]
     input: str
     warmup: int
@@ -299,7 +299,7 @@ def analyse(results: Results) -> SweepSummary:
         + [row for (model, variant), group in by_model.items() for row in
            predicted_rows(model, variant or None, models[(model, variant)].predicted)],
         counts={s: sum(m.status == s for m in firsts) for s in STATUSES},
-        env=next((machine_facts(m.env.to_dict()) for m in records if m.env is not None), None),
+        machine=results_facts(results),
         example_audio=first.settings.get("example_audio") if first else None, input=first.cell.input if first else "",
         warmup=first.warmup if first else 0,
         measured=results.rules.get("measured", len(first.wall_s) if first else 0), fill=fill, validate=validate,

@@ -341,5 +341,5 @@ def analyse(results: Results) -> TrainSummary:
     worlds = world_runs([m for m in results.records if "world_size" in m.cell.params])
     cores = int(results.machine.get("cpu_count") or 1)
     return TrainSummary(rules=from_json(TrainRules, dict(results.rules), "rules"),
-                        machine=results_facts(results) or MachineFacts(), cells=cells, worlds=worlds,
+                        machine=results_facts(results), cells=cells, worlds=worlds,
                         scaling=scaling_tables(worlds, cores), limits=train_limits(worlds))

@@ -28,8 +28,7 @@ def main(argv: List[str], prog: str = "sbprof run") -> int:
         return vary.main(argv, prog)
     from sbprof.base.errors import ConfigError
     from sbprof.cli.job import configure
-    from sbprof.jobs.render import Reporting
-    from sbprof.jobs.runner import run_job
+    from sbprof.jobs.runner import run_config
     from sbprof.results import FolderInUse, StorageError
     from sbprof.script import JOB as entry
     from sbprof.script.launch import script_traceback
@@ -43,9 +42,7 @@ def main(argv: List[str], prog: str = "sbprof run") -> int:
     plan = entry.plan(cfg)
     plan.after_script.held = True  # Ctrl-C after the script waits for the reports (sbprof.script.interrupts)
     try:
-        outcome = run_job(plan, folder, progress_bar=False,
-                          reporting=Reporting(entry, folder, announce=lambda: log("writing report.md")), log=log,
-                          resumes=entry.resumes)
+        outcome = run_config(entry, cfg, log, plan=plan, announce=lambda: log("writing report.md"))
     except (ConfigError, FolderInUse) as exc:
         if created:
             shutil.rmtree(folder, ignore_errors=True)

@@ -12,89 +12,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional
+from typing import List
 
 from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, error, print_outputs
-from sbprof.jobs.job import ArgumentParser, Invocation, Job, Lazy
-
-OPTIONS = ("--vary", "--vary-one-at-a-time", "--rounds", "--loss-tolerance", "--time-budget")
-DEFAULTS: Dict[str, Any] = {"vary": [], "one_at_a_time": False, "rounds": 4, "loss_tolerance": 0.02,
-                            "time_budget": None}
-"""The comparison's own options (beside ``sbprof run``'s) and their defaults."""
-
-
-def parser(prog: str) -> ArgumentParser:
-    p = ArgumentParser(prog=prog, allow_abbrev=False, add_help=False)
-    p.add_argument("--vary", action="append", default=[])
-    p.add_argument("--vary-one-at-a-time", dest="one_at_a_time", action="store_true")
-    p.add_argument("--rounds", type=int, default=DEFAULTS["rounds"])
-    p.add_argument("--loss-tolerance", dest="loss_tolerance", type=float, default=DEFAULTS["loss_tolerance"])
-    p.add_argument("--time-budget", dest="time_budget", type=float, default=None)
-    p.add_argument("--render-only", dest="render_only", default=None)
-    return p
-
-
-def parse(argv: List[str], prog: str) -> Invocation:
-    """``sbprof run --vary ... SCRIPT.py ...`` as the options :func:`load_config` takes, or the folder to
-    re-render."""
-    from sbprof.script.command import parse as parse_run, split_argv
-
-    options, script, script_args = split_argv(argv)
-    asked, rest = parser(prog).parse_known_args(options)
-    if asked.render_only is not None:
-        return Invocation(render_only=asked.render_only)
-    source = parse_run(rest + ([script] if script else []) + script_args, prog).source
-    return Invocation(source={**source, **{k: v for k, v in vars(asked).items() if k != "render_only"}})
-
-
-def load_config(source: Mapping[str, Any], overrides: Optional[Mapping[str, Any]] = None,
-                run_options: Any = None) -> Any:
-    """The checked :class:`~sbprof.script.vary_plan.VaryConfig` of the options (``ConfigError`` for bad input).
-
-    Example
-    -------
-    >>> load_config({"script": "train.py", "vary": ["num_workers: [0, 2]"], "rounds": 1})
-    Traceback (most recent call last):
-    ...
-    sbprof.base.errors.ConfigError: --rounds must be an integer >= 2, got 1
-    """
-    from sbprof.base.checks import check_int
-    from sbprof.base.errors import ConfigError
-    from sbprof.script.command import load_config as load_run
-    from sbprof.script.vary import variants
-    from sbprof.script.vary_plan import VaryConfig
-
-    args = {**DEFAULTS, **source, **(overrides or {})}
-    check_int(args["rounds"], "--rounds", 2)
-    if not 0 <= args["loss_tolerance"] < 1:
-        raise ConfigError(f"--loss-tolerance must be at least 0 and below 1, got {args['loss_tolerance']}")
-    if args["time_budget"] is not None and not args["time_budget"] > 0:
-        raise ConfigError(f"--time-budget must be a positive number of seconds, got {args['time_budget']}")
-    if args.get("keep_going") or args.get("ddp") is not None:
-        raise ConfigError("--vary compares bounded runs: --continue and --ddp cannot go with it")
-    found = variants(args["vary"], args["one_at_a_time"])
-    run = {k: v for k, v in args.items() if k not in DEFAULTS}
-    if run.get("output_folder") is None:
-        name = Path(run["script"]).stem if run.get("script") else str(run.get("module")).rsplit(".", 1)[-1]
-        run["output_folder"] = str(Path("results") / "vary" / name)
-    cfg = load_run(run)
-    return VaryConfig(preamble=cfg.preamble, target=cfg.target, variants=found, rounds=args["rounds"],
-                      loss_tolerance=args["loss_tolerance"], time_budget_s=args["time_budget"],
-                      specs=list(args["vary"]), one_at_a_time=bool(args["one_at_a_time"]))
-
-
-JOB = Job("vary", "sbprof run --vary: the script under each variant, the measured gain of each",
-          load_config=load_config, plan=Lazy("sbprof.script.vary_plan", "VaryPlan"),
-          analyse=Lazy("sbprof.analysis.vary", "analyse"), render=Lazy("sbprof.report.vary", "render"),
-          parse=parse, noun="run")
-"""Not in the registry (``sbprof run`` leads here, :func:`handles`): its parts, for the runner and the reports."""
+from sbprof.script import VARY
+from sbprof.script.vary_command import OPTIONS, load_config, parse
 
 
 def _is_vary_folder(folder: str) -> bool:
     from sbprof.results import load_results
 
     try:
-        return load_results(folder).job == JOB.name
+        return load_results(folder).job == VARY.name
     except Exception:  # noqa: B902  # not a readable results folder: sbprof run's own --render-only says why
         return False
 
@@ -117,15 +46,15 @@ def log(line: str) -> None:
 def main(argv: List[str], prog: str = "sbprof run") -> int:
     """Run the comparison (see the module docstring); return the exit code."""
     from sbprof.base.errors import ConfigError, SbprofError
-    from sbprof.jobs.render import Reporting, reports
-    from sbprof.jobs.runner import run_job
+    from sbprof.jobs.render import reports
+    from sbprof.jobs.runner import run_config
     from sbprof.results import FolderInUse, load_results
 
     try:
         asked = parse(argv, prog)
         if asked.render_only is not None:
             folder = asked.render_only
-            outputs = reports(JOB, load_results(folder, job=JOB.name), folder)
+            outputs = reports(VARY, load_results(folder, job=VARY.name), folder)
             print((Path(folder) / "report.md").read_text(), file=sys.stderr)
             print_outputs(outputs)
             return 0
@@ -140,7 +69,7 @@ def main(argv: List[str], prog: str = "sbprof run") -> int:
     folder = cfg.preamble.output_folder
     log(f"{len(cfg.variants)} variant(s) x {cfg.rounds} rounds: {', '.join(v.name for v in cfg.variants)}")
     try:
-        outcome = run_job(VaryPlan(cfg, log), folder, progress_bar=False, log=log, reporting=Reporting(JOB, folder))
+        outcome = run_config(VARY, cfg, log, plan=VaryPlan(cfg, log))
     except KeyboardInterrupt:
         log("interrupted: the finished runs are kept in results.json (run the same command to go on)")
         return EXIT_INTERRUPTED

@@ -40,7 +40,7 @@ from sbprof.report.counts import render
 
 if TYPE_CHECKING:
     from sbprof.counts.target import CountsConfig
-    from sbprof.jobs.runner import Outcome
+    from sbprof.jobs.outcome import Outcome
 
 DEFAULT_THREADS = os.cpu_count() or 1
 COMMON: Dict[str, Any] = {"target": None, "type": None, "key": None, "depth": 2, "device": "cpu",

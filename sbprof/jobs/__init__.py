@@ -6,7 +6,9 @@
 - :mod:`sbprof.jobs.preamble`: the configuration keys every job shares, checked one way;
 - :mod:`sbprof.jobs.plan`: what a job's plan hands the runner (worker batches, records) and the
   interleaved passes over runs;
-- :mod:`sbprof.jobs.runner`: the one runner (lock, reserve, resume, workers, progress, signals);
+- :mod:`sbprof.jobs.runner`: the one runner (lock, reserve, resume, workers, progress, signals) and its one
+  wiring from a job's checked configuration (``run_config``, for every command and library caller);
+- :mod:`sbprof.jobs.outcome`: what a run did, and SIGTERM read as Ctrl-C while it runs;
 - :mod:`sbprof.jobs.render`: analysis once, then the job's renderers; ``--render-only``.
 
 Nothing is imported here.

@@ -74,7 +74,7 @@ def make_executor(spec: ExecutorSpec, machine: MachineType, folder: Path, timeou
 def run_cluster(job: Job, cfg: Any, log: Callable[[str], None], run_job: Callable[..., Any],
                 outcome: Callable[..., Any]) -> Any:
     """Measure ``job`` on every machine type of its executor (see the module docstring), each type by the runner's
-    ``run_job``; the runner's ``outcome`` (:class:`~sbprof.jobs.runner.Outcome`) of all types together."""
+    ``run_job``; the runner's ``outcome`` (:class:`~sbprof.jobs.outcome.Outcome`) of all types together."""
     from sbprof.jobs.render import Reporting
 
     pre = cfg.preamble

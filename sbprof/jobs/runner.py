@@ -26,19 +26,17 @@ renderers).
 from __future__ import annotations
 
 import shutil
-import signal
-import threading
 import time
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from tqdm import tqdm
 
 from sbprof.base.errors import ConfigError, MeasurementError, SbprofError
 from sbprof.jobs.budget import Budget
 from sbprof.jobs.job import Job
+from sbprof.jobs.outcome import Outcome, sigterm_interrupts
 from sbprof.cluster.executor import Executor, Handlers, LocalExecutor
 from sbprof.jobs.render import Reporting
 from sbprof.jobs.plan import Barrier, Batch, Item, Plan, Records, needs_measuring
@@ -47,54 +45,6 @@ from sbprof.results import RESULTS_FILE, FolderLock, ResultStore, Results, Stora
 from sbprof.workers.supervisor import WorkerJob
 
 LOG_DIR = "logs"
-
-
-@dataclass
-class Outcome:
-    """What one invocation did: records made now (ok or failed), the cells they belong to (a cell's runs count once),
-    the records kept from before, and where everything is."""
-
-    folder: Path
-    results: Path
-    measured: int = 0
-    failed: int = 0
-    cells: Set[Tuple[Any, ...]] = field(default_factory=set)
-    resumed: int = 0
-    any_ok: bool = False
-    notes: List[str] = field(default_factory=list)
-    outputs: Dict[str, Path] = field(default_factory=dict)
-    first_failure: str = ""
-
-    def describe(self, noun: str) -> str:
-        """``measured 3 cell(s) in 6 runs (0 failed), 2 already done``."""
-        runs = self.measured + self.failed
-        more = f" in {runs} runs" if runs > len(self.cells) else ""
-        return (f"measured {len(self.cells)} {noun}(s){more} ({self.failed} failed), {self.resumed} already done")
-
-    @property
-    def all_failed(self) -> bool:
-        """Something failed now, and the results file holds no successful record at all."""
-        return self.failed > 0 and not self.any_ok
-
-
-def _raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-@contextmanager
-def sigterm_interrupts() -> Iterator[None]:
-    """A polite kill (SIGTERM) stops the run like Ctrl-C: workers stopped, finished results kept.
-
-    Python lets only the main thread install handlers; elsewhere nothing changes.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 class View:
@@ -408,17 +358,22 @@ def _run_locked(plan: Plan, folder: Path, retry_failed: bool, progress_bar: bool
         return outcome
 
 
-def run_config(job: Job, cfg: Any, log: Callable[[str], None] = print) -> Outcome:
-    """Run ``job`` on its checked configuration, with its analysis and renderer after each batch: what
-    ``sbprof JOB CONFIG.yaml`` does, for library callers (by name: :func:`sbprof.registry.run`)."""
+def run_config(job: Job, cfg: Any, log: Callable[[str], None] = print, *, plan: Optional[Plan] = None,
+               announce: Optional[Callable[[], None]] = None) -> Outcome:
+    """Run ``job`` on its checked configuration, with its analysis and renderer after each batch: the one wiring
+    of the runner, for ``sbprof JOB CONFIG.yaml``, ``sbprof run`` (with or without ``--vary``) and library callers
+    (by name: :func:`sbprof.registry.run`).
+
+    The folder, retries, progress bar, time budget and timeout are the configuration's preamble's; whether a run
+    resumes and the figures beside each record are the job's. ``plan``: one the caller built (and reads after the
+    run), else ``job.plan(cfg)``; ``announce``: called before the reports are written."""
     pre = cfg.preamble
     if pre.executor is not None:  # a cluster's machine types, each measured by run_job in its own folder
         from sbprof.jobs.cluster import run_cluster
 
         with sigterm_interrupts():
             return run_cluster(job, cfg, log, run_job, Outcome)
-    return run_job(job.plan(cfg), pre.output_folder, retry_failed=pre.retry_failed,
+    return run_job(job.plan(cfg) if plan is None else plan, pre.output_folder, retry_failed=pre.retry_failed,
                    progress_bar=pre.progress_bar, timeout_s=pre.timeout_s,
-                   reporting=Reporting(job, pre.output_folder), derive=job.derive, log=log,
+                   reporting=Reporting(job, pre.output_folder, announce=announce), derive=job.derive, log=log,
                    time_budget_s=pre.time_budget_s, resumes=job.resumes)
-

@@ -13,7 +13,7 @@ from sbprof.analysis.compare_models import CompareSetting, ComparisonSummary, Va
 from sbprof.analysis.intervals import RunsSummary
 from sbprof.analysis.series import VARIED, Crossover, Point, Series
 from sbprof.report.cells_csv import render_csv
-from sbprof.report.format import known, plural, sig3, status_text, table
+from sbprof.report.format import known, machine_line, plural, sig3, status_text, table
 from sbprof.report.limits import render_limits
 from sbprof.report.plot import Line, growth_label, render_series_plots
 from sbprof.report.sweep_cells import CPU_COST
@@ -94,8 +94,7 @@ def _setup_lines(summary: ComparisonSummary) -> List[str]:
         f"in {plural(summary.runs, 'fresh worker process', 'fresh worker processes')} (runs interleaved across variants)",
         f"- **Setting{'s' if len(summary.settings) > 1 else ''}**: {settings or '?'}",
         f"- **Input**: {source} (`{known(schedule.input)}`)",
-        f"- **Machine**: {known(m.cpu)} ({known(m.cpu_count)} logical cores), GPU: {m.gpu or 'none'}; "
-        f"torch {known(m.torch)}, speechbrain {known(m.speechbrain)}, Python {known(m.python)}",
+        f"- **Machine**: {machine_line(m)}",
         f"- **Energy**: {summary.energy}",
     ]
 

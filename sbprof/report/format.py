@@ -6,6 +6,7 @@ from typing import Dict, List, Optional, Protocol
 
 from tabulate import tabulate
 
+from sbprof.analysis.machine_facts import UNKNOWN, MachineFacts
 from sbprof.base.stats import GB
 
 MESSAGE_CHARS = 40
@@ -85,6 +86,36 @@ def known(value: object) -> str:
     ('16', '?')
     """
     return "?" if value is None else str(value)
+
+
+def _fact(value: object) -> str:
+    # None, "" and 0 cores are what an environment holds when it could not tell.
+    return UNKNOWN if value in (None, "", 0) else str(value)
+
+
+def machine_line(m: MachineFacts) -> str:
+    """The machine of every report's header, in one form: CPU and logical cores; GPU (and CUDA) or ``no GPU``;
+    torch, torchaudio, speechbrain and Python versions; ``unknown`` where the results file does not say.
+
+    Example
+    -------
+    >>> machine_line(MachineFacts(cpu="Xeon", cpu_count=16, gpu=None, torch="2.14.1", torchaudio="2.11.0",
+    ...                           speechbrain="1.1.2", python="3.11.7"))
+    'Xeon (16 logical cores); no GPU; torch 2.14.1, torchaudio 2.11.0, speechbrain 1.1.2, Python 3.11.7'
+    >>> line = machine_line(MachineFacts(cpu="EPYC", gpu="H100", cuda="13.0", torch="2.14.1"))
+    >>> line.split("; ")[:2], "torchaudio unknown" in line
+    (['EPYC (unknown logical cores)', 'H100 (CUDA 13.0)'], True)
+    >>> machine_line(MachineFacts()).split("; ")[:2]
+    ['unknown (unknown logical cores)', 'GPU unknown']
+    """
+    if m.gpu is None:
+        gpu = "no GPU"
+    elif m.gpu == UNKNOWN:
+        gpu = f"GPU {UNKNOWN}"
+    else:
+        gpu = f"{m.gpu} (CUDA {_fact(m.cuda)})"
+    return (f"{_fact(m.cpu)} ({_fact(m.cpu_count)} logical cores); {gpu}; torch {_fact(m.torch)}, "
+            f"torchaudio {_fact(m.torchaudio)}, speechbrain {_fact(m.speechbrain)}, Python {_fact(m.python)}")
 
 
 def plural(n: int, word: str, many: str = "") -> str:

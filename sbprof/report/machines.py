@@ -10,30 +10,16 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Union
 
-from sbprof.analysis.machine_facts import MachineFacts
 from sbprof.analysis.machines import GridRtf, MachinesSummary
 from sbprof.analysis.series import VARIED
 from sbprof.report.compare_models import cpu_cost_cell, exponent_text, latency_text, x_text
-from sbprof.report.format import known, plural, sig3, status_text, table
+from sbprof.report.format import machine_line, plural, sig3, status_text, table
 from sbprof.report.plot import PLOT_DIR, Line, latency_figure, png_bytes, without_fit
 from sbprof.report.sweep_cells import CPU_COST
 from sbprof.base.stats import METRICS
 
 REPORT_FILE = "report.md"
 LINE_STYLES = ["-", "--", ":", "-."]
-
-
-def environment_text(machine: MachineFacts) -> str:
-    """``CPU (N logical cores); GPU; torch ...`` of a machine.
-
-    Example
-    -------
-    >>> environment_text(MachineFacts(cpu="Xeon", cpu_count=16, torch="2.14.1"))
-    'Xeon (16 logical cores); no GPU; torch 2.14.1, speechbrain ?, Python ?'
-    """
-    gpu = f"{machine.gpu} (CUDA {machine.cuda})" if machine.gpu else "no GPU"
-    return (f"{known(machine.cpu)} ({known(machine.cpu_count)} logical cores); {gpu}; torch "
-            f"{known(machine.torch)}, speechbrain {known(machine.speechbrain)}, Python {known(machine.python)}")
 
 
 def _column(label: str, device: str, threads: int, columns: int) -> str:
@@ -96,7 +82,7 @@ def render_merged(summary: MachinesSummary, plots: Optional[Dict[str, str]] = No
                   title: str = "sbprof results of several machines") -> str:
     """Markdown of several machines' results side by side."""
     lines = [f"# {title}", "", "## Machines", "",
-             table([[m.label, environment_text(m.environment), f"`{m.source}`"] for m in summary.machines],
+             table([[m.label, machine_line(m.environment), f"`{m.source}`"] for m in summary.machines],
                    ["machine", "environment", "results"])]
     lines += _compare_sections(summary) if summary.job == "compare-models" else _sweep_sections(summary)
     for name, path in (plots or {}).items():

@@ -12,7 +12,7 @@ from tabulate import tabulate
 from sbprof.analysis.breakdown import ModuleRow
 from sbprof.analysis.run import DEFINITIONS, OTHER, RunReport, StageFigures
 from sbprof.report.counts import si
-from sbprof.report.format import bytes_in, sig3
+from sbprof.report.format import bytes_in, machine_line, sig3
 from sbprof.report.limits import render_limits
 
 REPORT_FILE = "report.md"
@@ -187,9 +187,7 @@ def render_run(report: RunReport) -> str:
              f"- **Command**: `{target} {' '.join(rules.args)}`".rstrip() + "; "
              f"{rules.warmup} warm-up + {rules.measured} measured steps per stage"
              f"{', then the script went on (--continue)' if report.continued else ''}",
-             f"- **Machine**: {machine.cpu} ({machine.cpu_count} logical cores), GPU "
-             f"{machine.gpu or 'none'}; torch {machine.torch}, speechbrain "
-             f"{machine.speechbrain}"]
+             f"- **Machine**: {machine_line(machine)}"]
     lines += [f"- {note}" for note in report.notes] + [""]
     for stage in report.stages:
         lines += render_stage(stage)

@@ -12,7 +12,7 @@ from typing import Any, Collection, Dict, List, Optional, Union
 
 from sbprof.analysis.stream_summary import CapacityRow, LatencyRow, StreamSetting, StreamSummary
 from sbprof.report.limits import render_limits
-from sbprof.report.format import plural, sig3, status_text, table
+from sbprof.report.format import machine_line, plural, sig3, status_text, table
 from sbprof.report.stream_plot import plot_file, render_stream_plots, setting_label
 from sbprof.report.stream_text import (CAPACITY_DEFINITIONS, COMPUTE_DEFINITIONS, EMISSION_DEFINITIONS,
                                        LONE_STREAM_NOTE, PACING_DEFINITIONS)
@@ -174,10 +174,7 @@ def _header(summary: StreamSummary) -> List[str]:
            f"{_traffic_text(str(rules.traffic))}; {rules.warmup} unmeasured chunk(s) on "
            f"a throw-away stream before each cell, then {plural(int(rules.measured or 1), 'pass', 'passes')}"
            " per cell."]
-    if machine is not None:
-        out.append(f"Machine: {machine.cpu} ({machine.cpu_count} logical cores), "
-                   f"torch {machine.torch}, speechbrain {machine.speechbrain}"
-                   + (f", {machine.gpu}" if machine.gpu else "") + ".")
+    out.append(f"Machine: {machine_line(machine)}.")
     if summary.loads is not None:
         out.append(f"Machine load (1-minute load average after each cell): {summary.loads[0]:.2f} to "
                    f"{summary.loads[1]:.2f}.")

@@ -16,9 +16,8 @@ from typing import Dict, List, Optional
 
 from tabulate import tabulate
 
-from sbprof.analysis.machine_facts import MachineFacts
 from sbprof.analysis.sweep import SweepModel, SweepSetting, SweepSummary
-from sbprof.report.format import plural, sig3
+from sbprof.report.format import machine_line, plural, sig3
 from sbprof.report.limits import render_limits
 from sbprof.report.sweep_cells import (CPU_COST, busy_text, cpu_cost_text, grid_table, memory_text, prediction_text,
                                        rtf_text, rtfx_prediction_text, rtfx_text)
@@ -30,14 +29,6 @@ def _input_text(summary: SweepSummary) -> str:
         return (f"real recording `{summary.example_audio}` (`{summary.input}`), truncated or tiled to exactly each "
                 "length")
     return f"seeded white Gaussian noise (`{summary.input}`)"
-
-
-def _env_text(env: Optional[MachineFacts]) -> str:
-    if env is None:
-        return "not recorded"
-    gpu = f"{env.gpu} (CUDA {env.cuda})" if env.gpu else "none"
-    return (f"torch {env.torch}, torchaudio {env.torchaudio}, speechbrain {env.speechbrain}, "
-            f"Python {env.python}; CPU: {env.cpu} ({env.cpu_count} logical cores); GPU: {gpu}")
 
 
 def _load_text(s: SweepSetting) -> List[str]:
@@ -248,7 +239,7 @@ def render_markdown(summary: SweepSummary, title: str = "sbprof profiling report
         + (f" (more while they add up to under {summary.measured_min_s:g} s)" if summary.measured_min_s else "")
         + ", then one batch for memory; each (device, threads) setting runs in a fresh worker process"
         + (", warmed up before its first cell" if summary.process_warmup else ""),
-        f"- **Environment**: {_env_text(summary.env)}",
+        f"- **Machine**: {machine_line(summary.machine)}",
         f"- **Cells**: {counts['ok']} measured, {counts['skipped']} skipped, "
         f"{counts['oom']} out of memory, {counts['error']} failed",
         "",

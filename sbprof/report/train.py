@@ -10,7 +10,7 @@ from tabulate import tabulate
 from sbprof.analysis.train import TrainCell, TrainPayload, TrainRules, TrainSummary
 from sbprof.report.counts import si
 from sbprof.report.distributed import DEFINITIONS, render_section, scaling_lines, status_lines
-from sbprof.report.format import bytes_in, sig3
+from sbprof.report.format import bytes_in, machine_line, sig3
 from sbprof.report.limits import render_limits
 from sbprof.report.modules_markdown import display_names, render_breakdown
 
@@ -156,9 +156,7 @@ def render_train(summary: TrainSummary) -> str:
     rules = summary.rules
     machine = summary.machine
     lines = ["# Training-loop profile", "",
-             f"- **Machine**: {machine.cpu} ({machine.cpu_count} logical cores), "
-             f"GPU {machine.gpu or 'none'}; torch {machine.torch}, "
-             f"torchaudio {machine.torchaudio}, speechbrain {machine.speechbrain}",
+             f"- **Machine**: {machine_line(machine)}",
              f"- **Batches**: {_rules_text(rules)}",
              "- **Step**: one `Brain.fit_batch` (forward, loss, backward, optimiser step), timed by the "
              f"`sbprof.profile(brain, {'activities=()' if summary.cells else 'activities=[CPU]'})` decorator (wall "

@@ -16,13 +16,20 @@ the plan, the analysis :mod:`sbprof.analysis.run` and the report
 (:mod:`sbprof.cli.run`).
 """
 from sbprof.analysis.run import analyse
-from sbprof.jobs.job import Job
+from sbprof.jobs.job import Job, Lazy
 from sbprof.report.run import render
-from sbprof.script.command import load_config, parse
-from sbprof.script.plan import Plan
 
+# The parts in this package are named lazily: each plan imports its Job for its name, and the command line's
+# modules import the plans' configurations.
 JOB = Job("run", "profile a SpeechBrain recipe or PyTorch script as it runs, without editing it",
-          load_config=load_config, plan=Plan, analyse=analyse, render=render, parse=parse, noun="stage",
+          load_config=Lazy("sbprof.script.command", "load_config"), plan=Lazy("sbprof.script.plan", "Plan"),
+          analyse=analyse, render=render, parse=Lazy("sbprof.script.command", "parse"), noun="stage",
           resumes=False)
 JOBS = (JOB,)
 """What the registry lists (a package may hold several jobs, as counts does)."""
+VARY = Job("vary", "sbprof run --vary: the script under each variant, the measured gain of each",
+           load_config=Lazy("sbprof.script.vary_command", "load_config"),
+           plan=Lazy("sbprof.script.vary_plan", "VaryPlan"),
+           analyse=Lazy("sbprof.analysis.vary", "analyse"), render=Lazy("sbprof.report.vary", "render"),
+           parse=Lazy("sbprof.script.vary_command", "parse"), noun="run")
+"""``sbprof run --vary`` (:mod:`sbprof.cli.vary`): not in the registry, since ``sbprof run`` leads to it."""

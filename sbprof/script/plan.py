@@ -22,6 +22,7 @@ from sbprof.jobs.plan import JobPlan, Records, Step, StoreView
 from sbprof.jobs.preamble import Preamble
 from sbprof.record import Cell, Counts, Measurement, MemoryPeak
 from sbprof.record.results import Results
+from sbprof.script import JOB
 from sbprof.script.interrupts import AfterScript
 from sbprof.script.launch import Ended, Target
 
@@ -54,7 +55,7 @@ class RunConfig:
 class Plan(JobPlan):
     """One step: run the script, then one record per stage it ran (see the module docstring)."""
 
-    job = "run"
+    job = JOB.name  # the name its Job gives
     cfg: RunConfig
 
     def __init__(self, cfg: RunConfig):

@@ -34,6 +34,7 @@ from sbprof.record import Cell, Measurement
 from sbprof.record.results import Results
 from sbprof.script.launch import Target
 from sbprof.script.vary import Variant
+from sbprof.script import VARY
 
 VARIANTS_DIR = "variants"
 LOSSES = "losses.json"
@@ -129,7 +130,7 @@ def _kill_tree(pid: int) -> None:
 class VaryPlan(JobPlan):
     """Rounds over the variants, each run a fresh ``sbprof run`` process (see the module docstring)."""
 
-    job = "vary"
+    job = VARY.name  # the name its Job gives
     cfg: VaryConfig
 
     def __init__(self, cfg: VaryConfig, log: Any = print):

@@ -12,9 +12,20 @@ from sbprof.jobs.plan import Records
 from sbprof.jobs.preamble import SCHEMA as PREAMBLE, Defaults, Preamble, check_preamble, load_tree
 from sbprof.record import Cell, Measurement, Results
 from sbprof.results import load_results
+from sbprof.script import VARY
 
 PARTS = ("load_config", "plan", "analyse", "render")
 OPTIONAL = ("config_keys", "parse", "derive", "summarise", "show", "run_rank")
+
+
+@pytest.mark.parametrize("job", [*registry.JOBS.values(), VARY], ids=lambda job: job.name)
+def test_every_plan_takes_its_name_from_its_job(job):
+    plan = job.plan.target if isinstance(job.plan, Lazy) else job.plan
+    if not inspect.isclass(plan):  # counts: one plan for three Jobs, named by the command its config holds
+        assert job.name in ("flops", "params", "modules")
+        return
+    # Written once, in the Job: the plan (the results header's job) reads it from there, never repeats it.
+    assert plan.job == job.name and 'job = "' not in inspect.getsource(plan)
 
 
 @pytest.mark.parametrize("name", list(registry.JOBS))

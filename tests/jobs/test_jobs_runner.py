@@ -69,3 +69,16 @@ def test_a_recipe_folder_holding_profile_py_does_not_shadow_cprofile(tmp_path):
     out = subprocess.run([sys.executable, str(recipes / "other.py"), "x"], capture_output=True, text=True,
                          env={**os.environ})
     assert out.returncode == 0, out.stderr
+
+
+def test_the_runner_is_wired_in_one_place():
+    """Every command and library caller starts the runner through run_config: the folder, Reporting, retries,
+    budget, resumes and log are put together once (a cluster's types get run_job from there too)."""
+    from pathlib import Path
+
+    import sbprof
+
+    root = Path(sbprof.__file__).parent
+    callers = {str(p.relative_to(root)) for p in root.rglob("*.py") if "run_job(" in p.read_text()}
+    assert callers == {"jobs/runner.py", "jobs/cluster.py"}, callers
+    assert all("run_config(" in (root / p).read_text() for p in ("cli/job.py", "cli/run.py", "cli/vary.py"))

@@ -74,7 +74,7 @@ GOLDEN = r"""# sbprof profiling report
 - **Model**: `encoder_asr` through `EncoderASR`, method `transcribe_batch`
 - **Input**: seeded white Gaussian noise (`random:seed=1234`)
 - **Schedule**: 1 warm-up batch, then 4 measured batches per cell, then one batch for memory; each (device, threads) setting runs in a fresh worker process
-- **Environment**: torch 2.14.1, torchaudio 2.11.0, speechbrain 1.1.2, Python 3.11.7; CPU: Test CPU (16 logical cores); GPU: Test GPU (CUDA 13.0)
+- **Machine**: Test CPU (16 logical cores); Test GPU (CUDA 13.0); torch 2.14.1, torchaudio 2.11.0, speechbrain 1.1.2, Python 3.11.7
 - **Cells**: 4 measured, 1 skipped, 1 out of memory, 1 failed
 
 Cells show `skipped` when pruned by the triangle rule, `OOM` when the batch ran out of memory, `error: ...` when it raised (the full message is in results.json), `not measured` when no result exists yet.

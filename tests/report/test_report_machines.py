@@ -9,7 +9,7 @@ from sbprof.analysis.machines import analyse_machines
 from sbprof.base.errors import ConfigError
 from sbprof.record import Cell, Measurement
 from sbprof.report import machines as report
-from sbprof.report.machines import environment_text
+from sbprof.report.format import machine_line
 from sbprof.results.merge import load_machines
 from sbprof.results.store import Results, ResultStore
 
@@ -46,8 +46,8 @@ def test_machines_are_labelled_by_host_and_keep_their_own_records(tmp_path):
     machines = load_machines([a, b])
     assert [m.label for m in machines] == ["gpu-box", "laptop"]
     assert [len(m.results.records) for m in machines] == [3, 3]
-    assert "Xeon (16 logical cores); H100 (CUDA 13.0)" in environment_text(machine_facts(machines[0].results.machine))
-    assert "no GPU" in environment_text(machine_facts(machines[1].results.machine))
+    assert "Xeon (16 logical cores); H100 (CUDA 13.0)" in machine_line(machine_facts(machines[0].results.machine))
+    assert "no GPU" in machine_line(machine_facts(machines[1].results.machine))
 
 
 def test_merged_report_puts_machines_in_columns_with_each_machines_own_figures(tmp_path):
