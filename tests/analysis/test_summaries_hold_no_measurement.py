@@ -17,7 +17,7 @@ import pytest
 from sbprof.analysis.cluster import analyse_cluster
 from sbprof.analysis.distributed import summarise_run
 from sbprof.analysis.gate import gate
-from sbprof.cli.vary import JOB as VARY
+from sbprof.script import VARY
 from sbprof.jobs.job import Lazy
 from sbprof.record import Measurement
 from sbprof.registry import JOBS
