@@ -22,6 +22,8 @@ A variant that changes the script's own arguments (a batch size) sees other
 batches, so its losses are not compared, and the report says so. A
 variant that fails the check is flagged and never ranked; the winner is the
 ranked variant with the highest throughput ratio whose interval lies above 1.
+Under ``--try suggested`` each variant keeps the base run's verdict that
+suggested it.
 
 Example
 -------
@@ -139,6 +141,7 @@ class VariantResult:
     loss_ok: bool = True
     loss_compared: bool = True  # False: the variant changes the script's arguments, so its batches
     limits: Limits = field(default_factory=Limits)
+    suggested_by: Optional[str] = None  # --try suggested: the base run's verdict that suggested this variant
 
     @property
     def measured(self) -> bool:
@@ -216,6 +219,7 @@ def analyse(results: Results) -> VaryReport:
         same_batches = v.get("args", []) == variants[0].get("args", [])
         result = _variant(v["name"], [tuple(c) for c in v.get("changes", [])], records, stage,
                           base_runs if i else {}, (base_losses if same_batches else None) if i else [], tolerance)
+        result.suggested_by = (rules.get("suggested") or {}).get(v["name"])
         out.append(result)
     throughput = next((k for k in THROUGHPUTS if k in base_runs), "steps_per_s")
     report = VaryReport(script=str(rules.get("script") or rules.get("module")), stage=stage, throughput=throughput,

@@ -4,7 +4,8 @@ each run a fresh ``sbprof run`` process, and the measured gain of each against t
 Options (before the script, beside ``sbprof run``'s ``--warmup``, ``--measured`` and ``--output_folder``):
 ``--vary`` (repeatable; their product), ``--vary-one-at-a-time``, ``--rounds N`` (runs of each variant,
 default 4: the fewest for the gate's 95 % interval), ``--loss-tolerance F`` (default 0.02) and
-``--time-budget S``. ``sbprof run --render-only FOLDER`` re-renders a saved comparison. Exit codes: 0 when the
+``--time-budget S``. ``--try suggested`` (in place of ``--vary``) runs the base first, a normal ``sbprof run``,
+then the variants its own verdicts suggest (:mod:`sbprof.script.vary_suggest`). ``sbprof run --render-only FOLDER`` re-renders a saved comparison. Exit codes: 0 when the
 comparison ran (a failing variant is recorded, not an exit status), 2 for bad input (one line), 1 when the base
 never ran, 130 interrupted.
 """
@@ -17,9 +18,9 @@ from typing import Any, Dict, List, Mapping, Optional
 from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, error, print_outputs
 from sbprof.jobs.job import ArgumentParser, Invocation, Job, Lazy
 
-OPTIONS = ("--vary", "--vary-one-at-a-time", "--rounds", "--loss-tolerance", "--time-budget")
+OPTIONS = ("--vary", "--vary-one-at-a-time", "--rounds", "--loss-tolerance", "--time-budget", "--try")
 DEFAULTS: Dict[str, Any] = {"vary": [], "one_at_a_time": False, "rounds": 4, "loss_tolerance": 0.02,
-                            "time_budget": None}
+                            "time_budget": None, "try_": None}
 """The comparison's own options (beside ``sbprof run``'s) and their defaults."""
 
 
@@ -30,6 +31,7 @@ def parser(prog: str) -> ArgumentParser:
     p.add_argument("--rounds", type=int, default=DEFAULTS["rounds"])
     p.add_argument("--loss-tolerance", dest="loss_tolerance", type=float, default=DEFAULTS["loss_tolerance"])
     p.add_argument("--time-budget", dest="time_budget", type=float, default=None)
+    p.add_argument("--try", dest="try_", default=None)
     p.add_argument("--render-only", dest="render_only", default=None)
     return p
 
@@ -61,7 +63,7 @@ def load_config(source: Mapping[str, Any], overrides: Optional[Mapping[str, Any]
     from sbprof.base.checks import check_int
     from sbprof.base.errors import ConfigError
     from sbprof.script.command import load_config as load_run
-    from sbprof.script.vary import variants
+    from sbprof.script.vary import Variant, variants
     from sbprof.script.vary_plan import VaryConfig
 
     args = {**DEFAULTS, **source, **(overrides or {})}
@@ -72,7 +74,13 @@ def load_config(source: Mapping[str, Any], overrides: Optional[Mapping[str, Any]
         raise ConfigError(f"--time-budget must be a positive number of seconds, got {args['time_budget']}")
     if args.get("keep_going") or args.get("ddp") is not None:
         raise ConfigError("--vary compares bounded runs: --continue and --ddp cannot go with it")
-    found = variants(args["vary"], args["one_at_a_time"])
+    if args["try_"] is not None:
+        if args["try_"] != "suggested":
+            raise ConfigError(f"--try takes 'suggested' (the variants the base run's verdicts suggest), got "
+                              f"{args['try_']!r}")
+        if args["vary"]:
+            raise ConfigError("--try suggested chooses the variants itself: give either --try suggested or --vary")
+    found = variants(args["vary"], args["one_at_a_time"]) if args["try_"] is None else [Variant("base")]
     run = {k: v for k, v in args.items() if k not in DEFAULTS}
     if run.get("output_folder") is None:
         name = Path(run["script"]).stem if run.get("script") else str(run.get("module")).rsplit(".", 1)[-1]
@@ -80,7 +88,8 @@ def load_config(source: Mapping[str, Any], overrides: Optional[Mapping[str, Any]
     cfg = load_run(run)
     return VaryConfig(preamble=cfg.preamble, target=cfg.target, variants=found, rounds=args["rounds"],
                       loss_tolerance=args["loss_tolerance"], time_budget_s=args["time_budget"],
-                      specs=list(args["vary"]), one_at_a_time=bool(args["one_at_a_time"]))
+                      specs=list(args["vary"]), one_at_a_time=bool(args["one_at_a_time"]),
+                      try_suggested=args["try_"] is not None)
 
 
 JOB = Job("vary", "sbprof run --vary: the script under each variant, the measured gain of each",
@@ -114,6 +123,34 @@ def log(line: str) -> None:
     print(f"sbprof: {line}", file=sys.stderr, flush=True)
 
 
+def suggested(cfg: Any) -> Any:
+    """``--try suggested``: the base run, then ``cfg`` with the variants its verdicts suggest; or the exit code
+    when the base failed (1) or no verdict suggests a variant (0, the base's report printed)."""
+    from dataclasses import replace
+
+    from sbprof.analysis.run import analyse
+    from sbprof.results import load_results
+    from sbprof.script.vary_suggest import BASE_RUN, base_run, suggest
+
+    folder = Path(cfg.preamble.output_folder)
+    target = cfg.target
+    script = (["-m", target.module] if target.module else [target.path]) + list(target.args)
+    results, why = base_run(script, cfg.preamble.warmup, cfg.preamble.measured, folder / BASE_RUN, log)
+    if results is None:
+        error(f"the base run failed: {why} (see {folder / (BASE_RUN + '.stderr.txt')})")
+        return EXIT_FAILED
+    found = suggest(analyse(load_results(str(results.parent))).limits)
+    if not found:
+        print((results.parent / "report.md").read_text(), file=sys.stderr)
+        log(f"no verdict of the base run suggests a variant sbprof can measure: nothing to compare (the base's "
+            f"report: {results.parent / 'report.md'})")
+        return 0
+    for variant, why in found:
+        log(f"suggested: {variant.name} (by {why})")
+    return replace(cfg, variants=[cfg.variants[0]] + [v for v, _ in found],
+                   suggested={v.name: why for v, why in found})
+
+
 def main(argv: List[str], prog: str = "sbprof run") -> int:
     """Run the comparison (see the module docstring); return the exit code."""
     from sbprof.base.errors import ConfigError, SbprofError
@@ -138,6 +175,10 @@ def main(argv: List[str], prog: str = "sbprof run") -> int:
     from sbprof.script.vary_plan import VaryPlan
 
     folder = cfg.preamble.output_folder
+    if cfg.try_suggested:
+        cfg = suggested(cfg)
+        if isinstance(cfg, int):
+            return cfg
     log(f"{len(cfg.variants)} variant(s) x {cfg.rounds} rounds: {', '.join(v.name for v in cfg.variants)}")
     try:
         outcome = run_job(VaryPlan(cfg, log), folder, progress_bar=False, log=log, reporting=Reporting(JOB, folder))

@@ -50,12 +50,15 @@ class VaryConfig:
     time_budget_s: Optional[float] = None
     specs: List[str] = field(default_factory=list)
     one_at_a_time: bool = False
+    try_suggested: bool = False
+    suggested: Dict[str, str] = field(default_factory=dict)  # variant -> the base run's verdict that suggested it
 
     def rules(self) -> Dict[str, Any]:
         return {"script": self.target.path, "module": self.target.module, "args": list(self.target.args),
                 "warmup": self.preamble.warmup, "measured": self.preamble.measured, "vary": list(self.specs),
                 "one_at_a_time": self.one_at_a_time, "rounds": self.rounds, "loss_tolerance": self.loss_tolerance,
-                "variants": [v.to_dict() for v in self.variants]}
+                "variants": [v.to_dict() for v in self.variants], "try": "suggested" if self.try_suggested else None,
+                "suggested": dict(self.suggested)}
 
 
 def safe_name(name: str) -> str:

@@ -93,3 +93,39 @@ def test_an_option_the_script_refuses_fails_its_variant_in_one_line_naming_it(tm
     refused = _variant(report, "--batch_sz 2")
     assert refused.runs == 0 and _variant(report, "base").runs == 2
     assert "unrecognized arguments: --batch_sz 2" in (out / "report.md").read_text()
+
+
+def test_try_suggested_fires_the_data_loading_verdict_then_measures_more_workers_and_names_them(tmp_path):
+    # The base run's items sleep 80 ms beside an 80 ms step: the data-loading verdict fires (about half the loop),
+    # so more workers are measured (2 and 4, capped at the cores) and read the 2.0x the sleeps imply.
+    report, out, proc = _compare(tmp_path, "--try", "suggested", "--rounds", "3", "--warmup", "3", "--measured", "4",
+                                 script_args=["--steps", "12", "--sleep_ms", "80", "--call_ms", "80"])
+    said = proc.stderr.splitlines()
+    assert said.index("sbprof: the base run: sbprof run of the script as it is, into "
+                      f"{out / 'base_run'}") < min(i for i, line in enumerate(said) if "round 1/" in line)
+    assert (out / "base_run" / "report.md").is_file()
+    suggested = [v for v in report.variants[1:]]
+    assert suggested and all(v.name.startswith("num_workers ") for v in suggested)
+    assert all(v.suggested_by.startswith("data loading: Stage `train`: Waiting for data") for v in suggested)
+    ratio = _variant(report, report.winner).figures["audio_per_s"].ratio
+    assert report.winner.startswith("num_workers ") and ratio.low > 1 and abs(ratio.ratio / 2.0 - 1) < 0.15, ratio
+    text = (out / "report.md").read_text()
+    assert f"- **{report.winner}**: suggested by the data loading verdict (Stage `train`" in text
+    # the same command again: the base run and every round are found, nothing rerun
+    again = sbprof_run(["--try", "suggested", "--rounds", "3", "--warmup", "3", "--measured", "4", "--output_folder",
+                        str(out), str(VARY), "--steps", "12", "--sleep_ms", "80", "--call_ms", "80"], cwd=tmp_path)
+    assert again.returncode == 0 and "(run before)" in again.stderr and "round 1/" not in again.stderr
+
+
+def test_try_suggested_with_nothing_to_suggest_says_so_in_one_line_and_exits_0(tmp_path):
+    # no item sleep and a 300 ms step: the few ms of collating a batch stay far below a tenth of the loop
+    proc = sbprof_run(["--try", "suggested", "--warmup", "1", "--measured", "2", "--output_folder",
+                       str(tmp_path / "cmp"), str(VARY), "--steps", "4", "--call_ms", "300"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    said = [line for line in proc.stderr.splitlines() if "no verdict" in line]
+    assert said == ["sbprof: no verdict of the base run suggests a variant sbprof can measure: nothing to compare "
+                    f"(the base's report: {tmp_path / 'cmp' / 'base_run' / 'report.md'})"]
+    assert "# sbprof run" in proc.stderr and not (tmp_path / "cmp" / "variants").exists()
+    bad = sbprof_run(["--try", "everything", str(VARY)], cwd=tmp_path)
+    assert bad.returncode == 2 and bad.stderr.strip() == ("sbprof: error: --try takes 'suggested' (the variants the "
+                                                          "base run's verdicts suggest), got 'everything'")
