@@ -112,6 +112,8 @@ def _patch_brain(options: Dict[str, Any]) -> Callable[[], None]:
     ``compile``: its own ``torch.compile`` of its modules)."""
     from sbprof.script.hooks import when_imported
 
+    undo: List[Callable[[], None]] = []
+
     def patch(core: Any) -> None:
         init = core.Brain.__init__
         signature = inspect.signature(init)
@@ -122,8 +124,16 @@ def _patch_brain(options: Dict[str, Any]) -> Callable[[], None]:
             init(*bound.args, **bound.kwargs)
 
         core.Brain.__init__ = brain_init
+        undo.append(lambda: setattr(core.Brain, "__init__", init))
 
-    return when_imported("speechbrain.core", patch)
+    pending = when_imported("speechbrain.core", patch)
+
+    def remove() -> None:  # the import hook if speechbrain was never imported, else the patch itself
+        pending()
+        while undo:
+            undo.pop()()
+
+    return remove
 
 
 def _patch_compile() -> Callable[[], None]:
