@@ -3,7 +3,8 @@ each run a fresh ``sbprof run`` process, and the measured gain of each against t
 
 Options (before the script, beside ``sbprof run``'s ``--warmup``, ``--measured`` and ``--output_folder``):
 ``--vary`` (repeatable; their product), ``--vary-one-at-a-time``, ``--rounds N`` (runs of each variant,
-default 4: the fewest for the gate's 95 % interval), ``--loss-tolerance F`` (default 0.02) and
+default 4: the fewest for the gate's 95 % interval), ``--max-rounds N`` (default 8: adaptive repeats add rounds
+while a throughput ratio's relative half-width passes ``--precision``, default 0.10), ``--loss-tolerance F`` (default 0.02) and
 ``--time-budget S``. ``--try suggested`` (in place of ``--vary``) runs the base first, a normal ``sbprof run``,
 then the variants its own verdicts suggest (:mod:`sbprof.script.vary_suggest`). ``sbprof run --render-only FOLDER`` re-renders a saved comparison. Exit codes: 0 when the
 comparison ran (a failing variant is recorded, not an exit status), 2 for bad input (one line), 1 when the base
@@ -18,9 +19,9 @@ from typing import Any, Dict, List, Mapping, Optional
 from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, error, print_outputs
 from sbprof.jobs.job import ArgumentParser, Invocation, Job, Lazy
 
-OPTIONS = ("--vary", "--vary-one-at-a-time", "--rounds", "--loss-tolerance", "--time-budget", "--try")
-DEFAULTS: Dict[str, Any] = {"vary": [], "one_at_a_time": False, "rounds": 4, "loss_tolerance": 0.02,
-                            "time_budget": None, "try_": None}
+OPTIONS = ("--vary", "--vary-one-at-a-time", "--rounds", "--max-rounds", "--precision", "--loss-tolerance", "--time-budget", "--try")
+DEFAULTS: Dict[str, Any] = {"vary": [], "one_at_a_time": False, "rounds": 4, "max_rounds": 8,
+                            "precision": 0.10, "loss_tolerance": 0.02, "time_budget": None, "try_": None}
 """The comparison's own options (beside ``sbprof run``'s) and their defaults."""
 
 
@@ -29,6 +30,8 @@ def parser(prog: str) -> ArgumentParser:
     p.add_argument("--vary", action="append", default=[])
     p.add_argument("--vary-one-at-a-time", dest="one_at_a_time", action="store_true")
     p.add_argument("--rounds", type=int, default=DEFAULTS["rounds"])
+    p.add_argument("--max-rounds", dest="max_rounds", type=int, default=DEFAULTS["max_rounds"])
+    p.add_argument("--precision", type=float, default=DEFAULTS["precision"])
     p.add_argument("--loss-tolerance", dest="loss_tolerance", type=float, default=DEFAULTS["loss_tolerance"])
     p.add_argument("--time-budget", dest="time_budget", type=float, default=None)
     p.add_argument("--try", dest="try_", default=None)
@@ -68,6 +71,12 @@ def load_config(source: Mapping[str, Any], overrides: Optional[Mapping[str, Any]
 
     args = {**DEFAULTS, **source, **(overrides or {})}
     check_int(args["rounds"], "--rounds", 2)
+    check_int(args["max_rounds"], "--max-rounds", 2)
+    if args["max_rounds"] < args["rounds"]:
+        raise ConfigError(f"--max-rounds ({args['max_rounds']}) must be at least --rounds ({args['rounds']})")
+    if not 0 < args["precision"] < 10:
+        raise ConfigError(f"--precision must be a relative half-width above 0 (0.10: +-10 %), got "
+                          f"{args['precision']}")
     if not 0 <= args["loss_tolerance"] < 1:
         raise ConfigError(f"--loss-tolerance must be at least 0 and below 1, got {args['loss_tolerance']}")
     if args["time_budget"] is not None and not args["time_budget"] > 0:
@@ -87,7 +96,8 @@ def load_config(source: Mapping[str, Any], overrides: Optional[Mapping[str, Any]
         run["output_folder"] = str(Path("results") / "vary" / name)
     cfg = load_run(run)
     return VaryConfig(preamble=cfg.preamble, target=cfg.target, variants=found, rounds=args["rounds"],
-                      loss_tolerance=args["loss_tolerance"], time_budget_s=args["time_budget"],
+                      max_rounds=args["max_rounds"], precision=args["precision"], loss_tolerance=args["loss_tolerance"],
+                      time_budget_s=args["time_budget"],
                       specs=list(args["vary"]), one_at_a_time=bool(args["one_at_a_time"]),
                       try_suggested=args["try_"] is not None)
 
@@ -179,7 +189,8 @@ def main(argv: List[str], prog: str = "sbprof run") -> int:
         cfg = suggested(cfg)
         if isinstance(cfg, int):
             return cfg
-    log(f"{len(cfg.variants)} variant(s) x {cfg.rounds} rounds: {', '.join(v.name for v in cfg.variants)}")
+    log(f"{len(cfg.variants)} variant(s) x {cfg.rounds} rounds (up to {cfg.max_rounds} while a ratio is too wide): "
+        f"{', '.join(v.name for v in cfg.variants)}")
     try:
         outcome = run_job(VaryPlan(cfg, log), folder, progress_bar=False, log=log, reporting=Reporting(JOB, folder))
     except KeyboardInterrupt:

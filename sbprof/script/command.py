@@ -65,7 +65,7 @@ def split_argv(argv: List[str]) -> Tuple[List[str], Optional[str], List[str]]:
     ((['--ddp'], 'train.py', []), 'train.py')
     """
     takes_value = {"-m", "--warmup", "--measured", "--output_folder", "--render-only",
-                   "--vary", "--rounds", "--max-rounds", "--loss-tolerance", "--time-budget",
+                   "--vary", "--rounds", "--max-rounds", "--precision", "--loss-tolerance", "--time-budget",
                    "--try"}  # from --vary on: sbprof.cli.vary
     i = 0
     while i < len(argv):
