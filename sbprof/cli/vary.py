@@ -3,10 +3,12 @@ each run a fresh ``sbprof run`` process, and the measured gain of each against t
 
 Options (before the script, beside ``sbprof run``'s ``--warmup``, ``--measured`` and ``--output_folder``):
 ``--vary`` (repeatable; their product), ``--vary-one-at-a-time``, ``--rounds N`` (runs of each variant,
-default 4: the fewest for the gate's 95 % interval), ``--max-rounds N`` (default 8: adaptive repeats add rounds
-while a throughput ratio's relative half-width passes ``--precision``, default 0.10), ``--loss-tolerance F`` (default 0.02) and
-``--time-budget S``. ``--try suggested`` (in place of ``--vary``) runs the base first, a normal ``sbprof run``,
-then the variants its own verdicts suggest (:mod:`sbprof.script.vary_suggest`). ``sbprof run --render-only FOLDER`` re-renders a saved comparison. Exit codes: 0 when the
+default 4: the fewest for the gate's 95 % interval), ``--max-rounds N`` (default 8: adaptive repeats add
+rounds while a throughput ratio's relative half-width passes ``--precision``, default 0.10),
+``--loss-tolerance F`` (default 0.02) and ``--time-budget S``. ``--try suggested`` (in place of ``--vary``)
+runs the base first, a normal ``sbprof run``, then the variants its own verdicts suggest
+(:mod:`sbprof.script.vary_suggest`). ``sbprof run --render-only FOLDER`` re-renders a saved comparison (its
+report and plot). Exit codes: 0 when the
 comparison ran (a failing variant is recorded, not an exit status), 2 for bad input (one line), 1 when the base
 never ran, 130 interrupted.
 """
@@ -19,7 +21,8 @@ from typing import Any, Dict, List, Mapping, Optional
 from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, error, print_outputs
 from sbprof.jobs.job import ArgumentParser, Invocation, Job, Lazy
 
-OPTIONS = ("--vary", "--vary-one-at-a-time", "--rounds", "--max-rounds", "--precision", "--loss-tolerance", "--time-budget", "--try")
+OPTIONS = ("--vary", "--vary-one-at-a-time", "--rounds", "--max-rounds", "--precision", "--loss-tolerance",
+           "--time-budget", "--try")
 DEFAULTS: Dict[str, Any] = {"vary": [], "one_at_a_time": False, "rounds": 4, "max_rounds": 8,
                             "precision": 0.10, "loss_tolerance": 0.02, "time_budget": None, "try_": None}
 """The comparison's own options (beside ``sbprof run``'s) and their defaults."""

@@ -101,9 +101,9 @@ def render_vary(report: VaryReport, plot: Optional[str] = None) -> str:
         lines += [f"Loss changed beyond {100 * report.loss_tolerance:g} %, never ranked: {', '.join(flagged)}.", ""]
     why = [(v.name, v.suggested_by) for v in report.variants if v.suggested_by]
     if why:
-        lines += ["### Suggested by the base run's verdicts", ""] + [f"- **{n}**: suggested by the {w.split(':', 1)[0]} "
-                                                                     f"verdict ({w.split(':', 1)[1].strip()})"
-                                                                     for n, w in why] + [""]
+        lines += ["### Suggested by the base run's verdicts", ""]
+        lines += [f"- **{n}**: suggested by the {w.split(':', 1)[0]} verdict ({w.split(':', 1)[1].strip()})"
+                  for n, w in why] + [""]
     lines += [f"## Variants (stage `{report.stage}`)", "", table(report), "", "### Ratios to the base", "",
               ratios(report), ""]
     failed = [(v.name, f) for v in report.variants for f in v.failures]

@@ -104,10 +104,11 @@ def test_an_option_the_script_refuses_fails_its_variant_in_one_line_naming_it(tm
 
 
 def test_try_suggested_fires_the_data_loading_verdict_then_measures_more_workers_and_names_them(tmp_path):
-    # The base run's items sleep 80 ms beside an 80 ms step: the data-loading verdict fires (about half the loop),
+    # The base run's items sleep 100 ms beside a 100 ms step: the data-loading verdict fires (about half the loop),
     # so more workers are measured (2 and 4, capped at the cores) and read the 2.0x the sleeps imply.
+    script = ["--steps", "12", "--sleep_ms", "100", "--call_ms", "100"]
     report, out, proc = _compare(tmp_path, "--try", "suggested", "--rounds", "3", "--max-rounds", "3", "--warmup",
-                                 "3", "--measured", "4", script_args=["--steps", "12", "--sleep_ms", "80", "--call_ms", "80"])
+                                 "3", "--measured", "4", script_args=script)
     said = proc.stderr.splitlines()
     assert said.index("sbprof: the base run: sbprof run of the script as it is, into "
                       f"{out / 'base_run'}") < min(i for i, line in enumerate(said) if "round 1/" in line)
@@ -121,7 +122,7 @@ def test_try_suggested_fires_the_data_loading_verdict_then_measures_more_workers
     assert f"- **{report.winner}**: suggested by the data loading verdict (Stage `train`" in text
     # the same command again: the base run and every round are found, nothing rerun
     again = sbprof_run(["--try", "suggested", "--rounds", "3", "--max-rounds", "3", "--warmup", "3", "--measured",
-                        "4", "--output_folder", str(out), str(VARY), "--steps", "12", "--sleep_ms", "80", "--call_ms", "80"], cwd=tmp_path)
+                        "4", "--output_folder", str(out), str(VARY), *script], cwd=tmp_path)
     assert again.returncode == 0 and "(run before)" in again.stderr and "round 1/" not in again.stderr
 
 
@@ -168,3 +169,12 @@ def test_the_cpu_cost_includes_the_dataloader_workers_spins(tmp_path):
         cost = v.figures["cpu_cost"].over_runs.median * 0.1  # per audio second -> per step (0.1 s of audio a step)
         assert 0.060 <= cost < 0.060 * 1.25, (name, cost)
         assert abs(v.figures["workers_cpu_share"].over_runs.median - share) < 0.1, name
+
+
+def test_bad_adaptive_options_are_one_line_and_exit_2(tmp_path):
+    for options, said in ((["--rounds", "4", "--max-rounds", "3"], "--max-rounds (3) must be at least --rounds (4)"),
+                          (["--precision", "0"], "--precision must be a relative half-width above 0")):
+        proc = sbprof_run(["--vary", "num_workers: [0, 2]", *options, str(VARY)], cwd=tmp_path)
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1 and said in lines[0], proc.stderr
+    assert not (tmp_path / "results").exists()
