@@ -153,11 +153,13 @@ class Steps:
             getattr(record, f"{region}_s").append(step.regions[region])
         record.utterances.append(step.utterances)
         record.audio_s.append(step.audio_s)
+        mark = t
         if self._loop_cpu is not None:
             main, workers = self._loop_cpu.sample()
             record.loop_cpu_s.append(main + workers)
             record.workers_cpu_s.append(workers)
-        self._last_end = (step.stage, t)
+            mark = time.perf_counter()  # the sampling is sbprof's own work: not the next step's time between
+        self._last_end = (step.stage, mark)
         self._forget()
         return step.wall0, wall, cpu
 
