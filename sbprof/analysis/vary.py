@@ -7,8 +7,11 @@ first stage the base ran): the throughput (audio seconds, utterances, or
 steps per second of the loop: summed units over the summed loop time, data
 wait and the time between steps included, so that a change in data loading
 shows), the median step time, the data-wait share of the loop, the peak
-memory, and the CPU cost (process CPU seconds per audio second, per
-utterance or per step). A variant's figure is the median over its runs with
+memory, and the CPU cost: the CPU seconds of the measured loop's iterations
+(data wait, between and step, from one step's end to the next's), this
+process's and its DataLoader workers' (:mod:`sbprof.script.loop_cpu`), per
+audio second, per utterance or per step, with the workers' share apart
+(results of an sbprof without them: the steps' own CPU). A variant's figure is the median over its runs with
 the distribution-free interval of :func:`~sbprof.analysis.intervals.interval_over_runs`;
 its ratio to the base is the gate's run-level statistic
 (:func:`~sbprof.analysis.verdict.compare_runs`: Hodges-Lehmann ratio with the
@@ -29,6 +32,13 @@ the math alone: the report then gives the change) or are not finite
 (flagged, as for any variant). A
 variant that fails the check is flagged and never ranked; the winner is the
 ranked variant with the highest throughput ratio whose interval lies above 1.
+Adaptive repeats (:func:`imprecise`) ask for another round while a
+variant that keeps the loss has a throughput ratio whose interval is wider
+than :data:`PRECISION`; the rule looks at the interval's width only, never
+at whether it includes 1, so looking again after each round does not make a
+change out of noise more likely to be reported.
+Under ``--try suggested`` each variant keeps the base run's verdict that
+suggested it.
 
 Example
 -------
@@ -61,9 +71,13 @@ FIGURES: Dict[str, Tuple[str, bool]] = {
     "wait_share": ("data-wait share of the loop", True),
     "peak_gb": ("peak memory (GB)", True),
     "cpu_cost": ("CPU cost", True),
+    "workers_cpu_share": ("DataLoader workers' share of the CPU cost", True),
 }
 """Each figure: its name for people, and whether lower is better."""
 THROUGHPUTS = ("audio_per_s", "utterances_per_s", "steps_per_s")
+PRECISION = 0.10
+"""The default of ``--precision``: adaptive repeats add rounds while a ranked variant's throughput ratio is known
+to worse than this, the relative half-width of its interval, ``sqrt(high / low) - 1``."""
 
 
 def loss_change(base: Sequence[Optional[float]], variant: Sequence[Optional[float]]) -> float:
@@ -119,7 +133,12 @@ def run_figures(m: Measurement) -> Dict[str, float]:
     if all(isinstance(a, (int, float)) for a in audio) and audio and sum(audio) > 0:
         out["audio_per_s"] = sum(audio) / loop
         units = sum(audio)
-    if m.cpu_s and len(m.cpu_s) == len(steps):
+    loop_cpu = of_role(roles, m.extra.get("loop_cpu_s") or [], "measured")
+    if len(loop_cpu) == len(steps) and all(isinstance(c, (int, float)) for c in loop_cpu):
+        out["cpu_cost"] = sum(loop_cpu) / units
+        workers = of_role(roles, m.extra.get("workers_cpu_s") or [], "measured")
+        out["workers_cpu_share"] = sum(workers) / sum(loop_cpu) if sum(loop_cpu) > 0 else 0.0
+    elif m.cpu_s and len(m.cpu_s) == len(steps):  # results of an sbprof without the loop's CPU: the steps' own
         out["cpu_cost"] = sum(m.cpu_s) / units
     peak = peak_gb(m)
     if peak is not None:
@@ -156,6 +175,7 @@ class VariantResult:
     loss_ok: bool = True
     loss_compared: bool = True  # False: the variant changes the script's arguments, so its batches
     limits: Limits = field(default_factory=Limits)
+    suggested_by: Optional[str] = None  # --try suggested: the base run's verdict that suggested this variant
 
     @property
     def measured(self) -> bool:
@@ -176,6 +196,7 @@ class VaryReport:
     winner: Optional[str] = None
     notes: List[str] = field(default_factory=list)
     confidence: float = CONFIDENCE
+    precision: float = PRECISION  # adaptive repeats' target (--precision)
 
 
 def _stage(records: List[Measurement], base: str) -> str:
@@ -240,11 +261,12 @@ def analyse(results: Results) -> VaryReport:
         same_batches = v.get("args", []) == variants[0].get("args", [])
         result = _variant(v["name"], [tuple(c) for c in v.get("changes", [])], records, stage,
                           base_runs if i else {}, base_losses if i else [], tolerance, same_batches)
+        result.suggested_by = (rules.get("suggested") or {}).get(v["name"])
         out.append(result)
     throughput = next((k for k in THROUGHPUTS if k in base_runs), "steps_per_s")
     report = VaryReport(script=str(rules.get("script") or rules.get("module")), stage=stage, throughput=throughput,
                         rounds=int(rules.get("rounds", 0)), loss_tolerance=tolerance, variants=out,
-                        notes=list(results.notes))
+                        notes=list(results.notes), precision=float(rules.get("precision", PRECISION)))
     ranked = [r for r in out[1:] if r.measured and r.loss_ok and throughput in r.figures
               and r.figures[throughput].ratio is not None]
     ranked.sort(key=lambda r: -r.figures[throughput].ratio.ratio)
@@ -252,3 +274,35 @@ def analyse(results: Results) -> VaryReport:
     faster = [r for r in ranked if r.figures[throughput].ratio.low > 1]
     report.winner = faster[0].name if faster else None
     return report
+
+
+def half_width(f: Figure) -> float:
+    """The relative half-width of a figure's ratio interval, ``sqrt(high / low) - 1`` (``inf`` without one).
+
+    Example
+    -------
+    >>> f = Figure("steps_per_s", interval_over_runs([1.0, 1.0, 1.0]), ratio=None)
+    >>> half_width(f)
+    inf
+    """
+    r = f.ratio
+    if r is None or not (r.low > 0 and math.isfinite(r.high)):
+        return math.inf
+    return math.sqrt(r.high / r.low) - 1
+
+
+def imprecise(report: VaryReport, target: float = PRECISION) -> Dict[str, float]:
+    """The variants that keep the loss whose throughput ratio is wider than ``target`` (its relative half-width,
+    :func:`half_width`): name -> half-width. Empty: every ratio is as precise as asked, so no more rounds.
+
+    Whether an interval includes 1 plays no part: the rule stops on precision alone (see the module docstring).
+    """
+    out: Dict[str, float] = {}
+    for v in report.variants[1:]:
+        if not v.measured or not v.loss_ok:
+            continue  # failed, or flagged: more rounds would not rank it
+        f = v.figures.get(report.throughput)
+        width = half_width(f) if f is not None else math.inf
+        if width > target:
+            out[v.name] = width
+    return out

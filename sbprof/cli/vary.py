@@ -3,8 +3,12 @@ each run a fresh ``sbprof run`` process, and the measured gain of each against t
 
 Options (before the script, beside ``sbprof run``'s ``--warmup``, ``--measured`` and ``--output_folder``):
 ``--vary`` (repeatable; their product), ``--vary-one-at-a-time``, ``--rounds N`` (runs of each variant,
-default 4: the fewest for the gate's 95 % interval), ``--loss-tolerance F`` (default 0.02) and
-``--time-budget S``. ``sbprof run --render-only FOLDER`` re-renders a saved comparison. Exit codes: 0 when the
+default 4: the fewest for the gate's 95 % interval), ``--max-rounds N`` (default 8: adaptive repeats add
+rounds while a throughput ratio's relative half-width passes ``--precision``, default 0.10),
+``--loss-tolerance F`` (default 0.02) and ``--time-budget S``. ``--try suggested`` (in place of ``--vary``)
+runs the base first, a normal ``sbprof run``, then the variants its own verdicts suggest
+(:mod:`sbprof.script.vary_suggest`). ``sbprof run --render-only FOLDER`` re-renders a saved comparison (its
+report and plot). Exit codes: 0 when the
 comparison ran (a failing variant is recorded, not an exit status), 2 for bad input (one line), 1 when the base
 never ran, 130 interrupted.
 """
@@ -12,7 +16,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import List
+from typing import Any, List
 
 from sbprof.cli.common import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, error, print_outputs
 from sbprof.script import VARY
@@ -43,6 +47,34 @@ def log(line: str) -> None:
     print(f"sbprof: {line}", file=sys.stderr, flush=True)
 
 
+def suggested(cfg: Any) -> Any:
+    """``--try suggested``: the base run, then ``cfg`` with the variants its verdicts suggest; or the exit code
+    when the base failed (1) or no verdict suggests a variant (0, the base's report printed)."""
+    from dataclasses import replace
+
+    from sbprof.analysis.run import analyse
+    from sbprof.results import load_results
+    from sbprof.script.vary_suggest import BASE_RUN, base_run, suggest
+
+    folder = Path(cfg.preamble.output_folder)
+    target = cfg.target
+    script = (["-m", target.module] if target.module else [target.path]) + list(target.args)
+    results, why = base_run(script, cfg.preamble.warmup, cfg.preamble.measured, folder / BASE_RUN, log)
+    if results is None:
+        error(f"the base run failed: {why} (see {folder / (BASE_RUN + '.stderr.txt')})")
+        return EXIT_FAILED
+    found = suggest(analyse(load_results(str(results.parent))).limits)
+    if not found:
+        print((results.parent / "report.md").read_text(), file=sys.stderr)
+        log(f"no verdict of the base run suggests a variant sbprof can measure: nothing to compare (the base's "
+            f"report: {results.parent / 'report.md'})")
+        return 0
+    for variant, why in found:
+        log(f"suggested: {variant.name} (by {why})")
+    return replace(cfg, variants=[cfg.variants[0]] + [v for v, _ in found],
+                   suggested={v.name: why for v, why in found})
+
+
 def main(argv: List[str], prog: str = "sbprof run") -> int:
     """Run the comparison (see the module docstring); return the exit code."""
     from sbprof.base.errors import ConfigError, SbprofError
@@ -67,7 +99,12 @@ def main(argv: List[str], prog: str = "sbprof run") -> int:
     from sbprof.script.vary_plan import VaryPlan
 
     folder = cfg.preamble.output_folder
-    log(f"{len(cfg.variants)} variant(s) x {cfg.rounds} rounds: {', '.join(v.name for v in cfg.variants)}")
+    if cfg.try_suggested:
+        cfg = suggested(cfg)
+        if isinstance(cfg, int):
+            return cfg
+    log(f"{len(cfg.variants)} variant(s) x {cfg.rounds} rounds (up to {cfg.max_rounds} while a ratio is too wide): "
+        f"{', '.join(v.name for v in cfg.variants)}")
     try:
         outcome = run_config(VARY, cfg, log, plan=VaryPlan(cfg, log))
     except KeyboardInterrupt:

@@ -5,7 +5,7 @@ Renders a :class:`~sbprof.analysis.vary.VaryReport` (computed before); nothing i
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Union
 
 from tabulate import tabulate
 
@@ -71,14 +71,15 @@ def table(report: VaryReport) -> str:
     rows = []
     for v in report.variants:
         if not v.measured:
-            rows.append([v.name, "failed"] + [""] * 7)
+            rows.append([v.name, "failed"] + [""] * 8)
             continue
         t = v.figures.get(report.throughput)
         rows.append([v.name, v.runs, _value(t), "(base)" if v is report.variants[0] else _ratio(t),
                      _value(v.figures.get("step_s")), _value(v.figures.get("wait_share"), share=True),
-                     _value(v.figures.get("peak_gb")), _value(v.figures.get("cpu_cost")), _loss(report, v)])
+                     _value(v.figures.get("peak_gb")), _value(v.figures.get("cpu_cost")),
+                     _value(v.figures.get("workers_cpu_share"), share=True), _loss(report, v)])
     headers = ["variant", "runs", FIGURES[report.throughput][0], "ratio to the base", "step time (s)",
-               "data wait", "peak memory (GB)", "CPU cost", "loss vs the base"]
+               "data wait", "peak memory (GB)", "CPU cost", "of it, workers'", "loss vs the base"]
     return tabulate(rows, headers=headers, tablefmt="github")
 
 
@@ -89,13 +90,20 @@ def ratios(report: VaryReport) -> str:
     return tabulate(rows, headers=["variant"] + [FIGURES[k][0] for k in keys], tablefmt="github")
 
 
-def render_vary(report: VaryReport) -> str:
+def render_vary(report: VaryReport, plot: Optional[str] = None) -> str:
     lines: List[str] = [f"# sbprof run --vary: {report.script}", "", answer(report), ""]
+    if plot:
+        lines += [f"![Throughput per variant, median over runs with its interval]({plot})", ""]
     if report.ranking:
         lines += ["Ranked (variants that keep the loss, fastest first): " + "; ".join(report.ranking) + ".", ""]
     flagged = [v.name for v in report.variants if v.measured and not v.loss_ok]
     if flagged:
         lines += [f"Loss changed beyond {100 * report.loss_tolerance:g} %, never ranked: {', '.join(flagged)}.", ""]
+    why = [(v.name, v.suggested_by) for v in report.variants if v.suggested_by]
+    if why:
+        lines += ["### Suggested by the base run's verdicts", ""]
+        lines += [f"- **{n}**: suggested by the {w.split(':', 1)[0]} verdict ({w.split(':', 1)[1].strip()})"
+                  for n, w in why] + [""]
     lines += [f"## Variants (stage `{report.stage}`)", "", table(report), "", "### Ratios to the base", "",
               ratios(report), ""]
     failed = [(v.name, f) for v in report.variants for f in v.failures]
@@ -105,11 +113,16 @@ def render_vary(report: VaryReport) -> str:
         lines += ["### Notes", ""] + [f"- {n}" for n in report.notes] + [""]
     lines += [
         "### Definitions", "",
-        f"- each run is a fresh `sbprof run` process; rounds run every variant once, in turn (A B C, A B C...)",
+        f"- each run is a fresh `sbprof run` process; rounds run every variant once, in turn (A B C, A B C...), "
+        f"at least {report.rounds}; more rounds (adaptive repeats) while a throughput ratio's interval is wider "
+        f"than +-{100 * report.precision:g} % (its width alone decides, never its place against 1), up to the "
+        "maximum or the time budget, each added round's reason in the notes",
         f"- **{FIGURES[report.throughput][0]}**: summed units of the measured steps over their loop time (data wait, "
         "time between steps and the step); **step time**: the median measured step; **data wait**: its share of the "
-        "loop; **peak memory**: the memory step's peak (resident on CPU, allocator on CUDA); **CPU cost**: the main "
-        "process's CPU seconds per unit (audio second, utterance or step; DataLoader workers' CPU not included)",
+        "loop; **peak memory**: the memory step's peak (resident on CPU, allocator on CUDA); **CPU cost**: the CPU "
+        "seconds of the measured loop (from one step's end to the next's: data wait, between and step), the "
+        "process's and its DataLoader workers', per unit (audio second, utterance or step); **of it, workers'**: "
+        "the workers' share of it",
         f"- a figure: the median over runs [its interval at about {100 * report.confidence:.0f} %, distribution-free]"
         "; a ratio: variant / base, Hodges-Lehmann over runs with the exact Mann-Whitney interval (the gate's); "
         f"\"{NO_CHANGE}\" when the interval includes 1",
@@ -124,6 +137,9 @@ def render_vary(report: VaryReport) -> str:
     return "\n".join(lines)
 
 
-def render(report: VaryReport) -> Dict[str, str]:
-    """``{"report.md": text}``."""
-    return {"report.md": render_vary(report)}
+def render(report: VaryReport) -> Dict[str, Union[str, bytes]]:
+    """``{"report.md": text}`` and the throughput plot (:mod:`sbprof.report.vary_plot`)."""
+    from sbprof.report.vary_plot import render_vary_plot
+
+    plots = render_vary_plot(report)
+    return {"report.md": render_vary(report, next(iter(plots), None)), **plots}

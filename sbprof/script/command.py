@@ -68,7 +68,8 @@ def split_argv(argv: List[str]) -> Tuple[List[str], Optional[str], List[str]]:
     ((['--ddp'], 'train.py', []), 'train.py')
     """
     takes_value = {"-m", "--warmup", "--measured", "--output_folder", "--render-only", "--stages",
-                   "--vary", "--rounds", "--loss-tolerance", "--time-budget"}  # the last four: sbprof.cli.vary
+                   "--vary", "--rounds", "--max-rounds", "--precision", "--loss-tolerance", "--time-budget",
+                   "--try"}  # from --vary on: sbprof.cli.vary
     i = 0
     while i < len(argv):
         arg = argv[i]

@@ -9,7 +9,12 @@ Nothing here needs the script's help:
 - ``precision``: autocast (``bf16``/``fp16``) entered before the script on this process's main thread, so a plain
   loop's forward runs under it; a SpeechBrain ``Brain`` gets it as its own ``precision`` run option (its own
   autocast and, for ``fp16``, its gradient scaler);
-- ``matmul_precision``: ``torch.set_float32_matmul_precision``; ``cudnn_benchmark``: ``torch.backends.cudnn``.
+- ``matmul_precision``: ``torch.set_float32_matmul_precision``; ``cudnn_benchmark``: ``torch.backends.cudnn``;
+- ``compile``: a SpeechBrain ``Brain`` gets its own ``compile`` run option (``torch.compile`` of each of its
+  ``modules``); in a plain loop, each module called from outside any other module's forward (the model, the loss
+  module: the step's top-level modules) is compiled in place (``nn.Module.compile``) at its first call, on the
+  script's main thread. Its limit: a model that is not an ``nn.Module`` (a bare function) is not compiled, and the
+  compilation runs in the first steps (give ``--warmup`` enough steps to take it out of the measured ones).
 
 The losses: each scalar tensor ``backward()`` is called on, in order (a loss a gradient scaler scaled is kept
 unscaled). Every variant's process is seeded alike (``torch``, ``random``, ``numpy``: 0), so its first steps see the
@@ -28,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import random
+import threading
 from typing import Any, Callable, Dict, List
 
 import torch
@@ -101,9 +107,12 @@ def _patch_loader(settings: Dict[str, Any]) -> Callable[[], None]:
     return lambda: setattr(loader, "__init__", init)
 
 
-def _patch_brain(precision: str) -> Callable[[], None]:
-    """Each SpeechBrain Brain gets ``precision`` as its run option (its own autocast and scaler)."""
+def _patch_brain(options: Dict[str, Any]) -> Callable[[], None]:
+    """Each SpeechBrain Brain gets ``options`` as its run options (``precision``: its own autocast and scaler;
+    ``compile``: its own ``torch.compile`` of its modules)."""
     from sbprof.script.hooks import when_imported
+
+    undo: List[Callable[[], None]] = []
 
     def patch(core: Any) -> None:
         init = core.Brain.__init__
@@ -111,12 +120,43 @@ def _patch_brain(precision: str) -> Callable[[], None]:
 
         def brain_init(brain: Any, *args: Any, **kwargs: Any) -> None:
             bound = signature.bind(brain, *args, **kwargs)
-            bound.arguments["run_opts"] = {**(bound.arguments.get("run_opts") or {}), "precision": precision}
+            bound.arguments["run_opts"] = {**(bound.arguments.get("run_opts") or {}), **options}
             init(*bound.args, **bound.kwargs)
 
         core.Brain.__init__ = brain_init
+        undo.append(lambda: setattr(core.Brain, "__init__", init))
 
-    return when_imported("speechbrain.core", patch)
+    pending = when_imported("speechbrain.core", patch)
+
+    def remove() -> None:  # the import hook if speechbrain was never imported, else the patch itself
+        pending()
+        while undo:
+            undo.pop()()
+
+    return remove
+
+
+def _patch_compile() -> Callable[[], None]:
+    """Each top-level module the main thread calls (none of its callers a module) compiled in place at its first
+    call; the modules it calls inside are compiled with it."""
+    module_call = torch.nn.Module.__call__
+    main = threading.get_ident()
+    depth = [0]
+
+    def call(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+        if threading.get_ident() != main or torch.compiler.is_compiling():
+            return module_call(module, *args, **kwargs)
+        if depth[0] == 0 and not getattr(module, "_sbprof_compiled", False):
+            module._sbprof_compiled = True
+            module.compile()
+        depth[0] += 1
+        try:
+            return module_call(module, *args, **kwargs)
+        finally:
+            depth[0] -= 1
+
+    torch.nn.Module.__call__ = call
+    return lambda: setattr(torch.nn.Module, "__call__", module_call)
 
 
 def apply(knobs: Dict[str, Any], stack: contextlib.ExitStack) -> None:
@@ -130,9 +170,13 @@ def apply(knobs: Dict[str, Any], stack: contextlib.ExitStack) -> None:
         torch.set_float32_matmul_precision(knobs["matmul_precision"])
     if "cudnn_benchmark" in knobs:
         torch.backends.cudnn.benchmark = bool(knobs["cudnn_benchmark"])
+    brain = {k: knobs[k] for k in ("precision", "compile") if k in knobs}
+    if brain:
+        stack.callback(_patch_brain(brain))
+    if knobs.get("compile"):
+        stack.callback(_patch_compile())
     precision = knobs.get("precision")
     if precision is not None:
-        stack.callback(_patch_brain(precision))
         if precision in DTYPES:
             stack.enter_context(torch.autocast("cpu", dtype=DTYPES[precision]))
             if torch.cuda.is_available():

@@ -33,7 +33,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import torch
 
 from sbprof.script.lifecycle import FIGURE_ROLES, StagePlan, relabelled, stage_plan
-from sbprof.script.steps import Steps
+from sbprof.script.steps import LOOP_CPU_FIELDS, Steps
 from sbprof.script.trace import Tracer
 
 
@@ -342,7 +342,8 @@ class Session:
         roles = record.roles
         plan = self.plan(stage)
         payload: Dict[str, Any] = {
-            **asdict(record), "warmup": roles.index("measured") if "measured" in roles else len(roles),
+            **{k: v for k, v in asdict(record).items() if v or k not in LOOP_CPU_FIELDS},  # those: --vary's only
+            "warmup": roles.index("measured") if "measured" in roles else len(roles),
             "device": self.devices.get(stage, "cpu"), "memory": self.memory.get(stage),
             "flops": self.flops.get(stage), "params": self.params.get(stage), "why": self.why(stage),
             "operators_per_step": self.operators.get(stage), "dispatch_floor_s": self.dispatch_floor_s,

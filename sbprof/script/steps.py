@@ -36,7 +36,7 @@ import contextlib
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 REGIONS = ("forward", "backward", "optimizer")
 UNCOUNTED = "closure"
@@ -58,6 +58,8 @@ class StageSteps:
     optimizer_s: List[float] = field(default_factory=list)
     utterances: List[Optional[int]] = field(default_factory=list)
     audio_s: List[Optional[float]] = field(default_factory=list)
+    loop_cpu_s: List[Optional[float]] = field(default_factory=list)  # with LOOP_CPU: the iteration's, workers too
+    workers_cpu_s: List[Optional[float]] = field(default_factory=list)  # with LOOP_CPU: its DataLoader workers'
     seen: int = 0  # steps begun, recorded or not
 
 
@@ -76,10 +78,21 @@ class _Open:
     audio_s: Optional[float] = None
 
 
+LOOP_CPU = False
+LOOP_CPU_FIELDS = ("loop_cpu_s", "workers_cpu_s")
+"""Set (by ``sbprof run --vary``'s child process) to record each step's loop CPU, its workers' included
+(:mod:`sbprof.script.loop_cpu`): a few child-process reads a step, so off for a plain ``sbprof run``."""
+
+
 class Steps:
     """Step clocks per stage (see the module docstring)."""
 
     def __init__(self) -> None:
+        self._loop_cpu: Any = None
+        if LOOP_CPU:
+            from sbprof.script.loop_cpu import LoopCPU
+
+            self._loop_cpu = LoopCPU()
         self.stages: Dict[str, StageSteps] = {}
         self.current: Optional[_Open] = None
         self._wait_s = 0.0  # time in __next__ since the last step ended (a sum: a long run past its steps adds no list)
@@ -117,6 +130,8 @@ class Steps:
             own = sum(max(0.0, min(end, wall0) - max(start, mark)) for start, end in self._own)
             between = max(0.0, wall0 - mark - wait - own)
         self._forget()
+        if self._loop_cpu is not None and self._last_end is None:  # the first step: its loop CPU from here
+            self._loop_cpu.sample()
         self.current = _Open(stage, kind, role, wall0, time.process_time(), wait, between, threading.get_ident())
 
     def _forget(self) -> None:
@@ -141,7 +156,13 @@ class Steps:
             getattr(record, f"{region}_s").append(step.regions[region])
         record.utterances.append(step.utterances)
         record.audio_s.append(step.audio_s)
-        self._last_end = (step.stage, t)
+        mark = t
+        if self._loop_cpu is not None:
+            main, workers = self._loop_cpu.sample()
+            record.loop_cpu_s.append(main + workers)
+            record.workers_cpu_s.append(workers)
+            mark = time.perf_counter()  # the sampling is sbprof's own work: not the next step's time between
+        self._last_end = (step.stage, mark)
         self._forget()
         return step.wall0, wall, cpu
 

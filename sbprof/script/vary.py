@@ -35,6 +35,8 @@ KNOBS: Dict[str, str] = {
     "precision": "autocast fp32 / bf16 / fp16 (a Brain's own precision run option; autocast for a plain loop)",
     "matmul_precision": "torch.set_float32_matmul_precision: highest / high / medium",
     "cudnn_benchmark": "torch.backends.cudnn.benchmark",
+    "compile": "torch.compile of the step's modules (a Brain's own compile run option; the top-level modules a "
+               "plain loop calls)",
     "args": "the script's own arguments, one string per value",
 }
 """The knobs that need nothing from the script, and ``args``; any other name is a script option."""
@@ -61,7 +63,7 @@ def _check_value(knob: str, value: Any, spec: str) -> Any:
     if knob in ("threads", "num_workers"):
         if not isinstance(value, int) or isinstance(value, bool) or value < (1 if knob == "threads" else 0):
             raise bad("a whole number" + (" of at least 1" if knob == "threads" else " of at least 0"))
-    elif knob in ("pin_memory", "cudnn_benchmark"):
+    elif knob in ("pin_memory", "cudnn_benchmark", "compile"):
         if not isinstance(value, bool):
             raise bad("true or false")
     elif knob == "precision":
@@ -88,7 +90,7 @@ def parse_spec(spec: str) -> Tuple[str, List[Any]]:
     >>> parse_spec("num_worker: [0, 2]")
     Traceback (most recent call last):
     ...
-    sbprof.base.errors.ConfigError: --vary 'num_worker: [0, 2]': unknown knob 'num_worker' (did you mean 'num_workers'?); knobs: threads, num_workers, pin_memory, precision, matmul_precision, cudnn_benchmark, args, or one of the script's own options
+    sbprof.base.errors.ConfigError: --vary 'num_worker: [0, 2]': unknown knob 'num_worker' (did you mean 'num_workers'?); knobs: threads, num_workers, pin_memory, precision, matmul_precision, cudnn_benchmark, compile, args, or one of the script's own options
     """
     try:
         tree = yaml.safe_load(spec)
@@ -131,6 +133,19 @@ def _variant(changes: Sequence[Tuple[str, Any]], base: Sequence[Tuple[str, Any]]
     changed = [(k, v) for (k, v), (_, b) in zip(changes, base) if repr(v) != repr(b)]
     name = ", ".join(_words(k, v) for k, v in changed) or "base"
     return Variant(name, knobs, args, tuple(changes))
+
+
+def variant_of(changes: Sequence[Tuple[str, Any]]) -> Variant:
+    """The variant that makes ``changes`` to the script as it is (a base that sets no knob).
+
+    Example
+    -------
+    >>> variant_of([("num_workers", 2)]).knobs
+    {'num_workers': 2}
+    """
+    for knob, value in changes:
+        _check_value(knob, value, f"{knob}: {value!r}")
+    return _variant(changes, [(k, object()) for k, _ in changes])
 
 
 def variants(specs: Sequence[str], one_at_a_time: bool = False) -> List[Variant]:

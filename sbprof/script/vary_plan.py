@@ -14,7 +14,10 @@ not run again. A run already stored is not run again
 (resume); no run starts that would end past ``time_budget_s`` (as long as
 the longest run so far), and a run still going when the budget ends (a
 slower round, a hang) is stopped there, with its DataLoader workers, and
-recorded as failed: the budget bounds the comparison's time.
+recorded as failed: the budget bounds the comparison's time. After ``rounds``,
+adaptive repeats add rounds, up to ``max_rounds``, while a variant's
+throughput ratio is too wide to decide (:func:`~sbprof.analysis.vary.imprecise`),
+each added round's reason in the notes.
 """
 from __future__ import annotations
 
@@ -50,16 +53,22 @@ class VaryConfig:
     target: Target
     variants: List[Variant]
     rounds: int = 4
+    max_rounds: int = 8
+    precision: float = 0.10
     loss_tolerance: float = 0.02
     time_budget_s: Optional[float] = None
     specs: List[str] = field(default_factory=list)
     one_at_a_time: bool = False
+    try_suggested: bool = False
+    suggested: Dict[str, str] = field(default_factory=dict)  # variant -> the base run's verdict that suggested it
 
     def rules(self) -> Dict[str, Any]:
         return {"script": self.target.path, "module": self.target.module, "args": list(self.target.args),
                 "warmup": self.preamble.warmup, "measured": self.preamble.measured, "vary": list(self.specs),
-                "one_at_a_time": self.one_at_a_time, "rounds": self.rounds, "loss_tolerance": self.loss_tolerance,
-                "variants": [v.to_dict() for v in self.variants]}
+                "one_at_a_time": self.one_at_a_time, "rounds": self.rounds, "max_rounds": self.max_rounds,
+                "precision": self.precision, "loss_tolerance": self.loss_tolerance,
+                "variants": [v.to_dict() for v in self.variants], "try": "suggested" if self.try_suggested else None,
+                "suggested": dict(self.suggested)}
 
 
 def safe_name(name: str) -> str:
@@ -153,19 +162,45 @@ class VaryPlan(JobPlan):
     def steps(self, view: StoreView) -> Iterator[Step]:
         self.started = started = time.monotonic()
         longest = 0.0
-        for round_index in range(self.cfg.rounds):
-            for variant in self.cfg.variants:
-                mine = {m.cell.run: m for m in view.records() if m.cell.params.get("variant") == variant.name}
-                if round_index in mine or (0 in mine and not mine[0].ok):
-                    continue  # measured before (resume), or its first run failed: it is not repeated
+        for round_index in range(self.cfg.max_rounds):
+            if round_index >= self.cfg.rounds:
+                why = self.more_rounds(view, round_index)
+                if why is None:
+                    return
+                if self._to_run(view, round_index):  # said once: not again when a resumed run finds it stored
+                    yield Records([], notes=[why])
+            for variant in self._to_run(view, round_index):
                 budget = self.cfg.time_budget_s
                 if budget is not None and time.monotonic() - started + longest > budget:
                     yield Records([], notes=[f"the time budget of {budget:g} s ended the comparison before round "
-                                             f"{round_index + 1} of {self.cfg.rounds}"])
+                                             f"{round_index + 1} of {self.cfg.rounds}-{self.cfg.max_rounds}"])
                     return
                 began = time.monotonic()
                 yield Records(self.measure(variant, round_index))
                 longest = max(longest, time.monotonic() - began)
+
+    def _to_run(self, view: StoreView, round_index: int) -> List[Variant]:
+        """The variants round ``round_index`` still runs: not stored (resume), and whose first run did not fail."""
+        out = []
+        for variant in self.cfg.variants:
+            mine = {m.cell.run: m for m in view.records() if m.cell.params.get("variant") == variant.name}
+            if not (round_index in mine or (0 in mine and not mine[0].ok)):
+                out.append(variant)
+        return out
+
+    def more_rounds(self, view: StoreView, round_index: int) -> Optional[str]:
+        """Why round ``round_index`` (past the minimum) runs: the throughput ratios still too wide to decide
+        (:func:`~sbprof.analysis.vary.imprecise`); ``None`` when they are all precise enough."""
+        from sbprof.analysis.vary import analyse, imprecise
+
+        report = analyse(replace(self.header(), records=list(view.records())))
+        wide = imprecise(report, self.cfg.precision)
+        if not wide:
+            return None
+        said = ", ".join(f"{name} +-{100 * w:.0f} %" if w != float("inf") else f"{name} (no interval yet)"
+                         for name, w in wide.items())
+        return (f"round {round_index + 1} added: the throughput ratio is wider than +-{100 * self.cfg.precision:g} % "
+                f"for {said}")
 
     def command(self, variant: Variant, folder: Path, losses: Path) -> List[str]:
         """The variant's ``sbprof run`` process: its knobs, the job's steps, its own folder, the script's
@@ -185,7 +220,7 @@ class VaryPlan(JobPlan):
         env = dict(os.environ)
         if "threads" in variant.knobs:
             env.update(OMP_NUM_THREADS=str(variant.knobs["threads"]), MKL_NUM_THREADS=str(variant.knobs["threads"]))
-        self.log(f"round {round_index + 1}/{self.cfg.rounds}: {variant.name}")
+        self.log(f"round {round_index + 1}/{max(self.cfg.rounds, round_index + 1)}: {variant.name}")
         began = time.monotonic()
         returncode, stderr = run_bounded(self.command(variant, folder, losses), env, self.time_left())
         (folder.parent / f"round{round_index}.stderr.txt").write_text(stderr)

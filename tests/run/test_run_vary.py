@@ -11,7 +11,7 @@ from pathlib import Path
 
 from run_helpers import RECIPES, sbprof_run
 
-from sbprof.analysis.vary import analyse
+from sbprof.analysis.vary import analyse, half_width
 from sbprof.results import load_results
 
 VARY = RECIPES / "vary" / "loop.py"
@@ -32,9 +32,13 @@ def test_more_workers_give_the_ratio_the_sleep_implies_and_a_failing_variant_is_
     # Each item sleeps 100 ms, each step naps 100 ms: without workers a step's loop is 200 ms, with 2 workers the
     # items arrive every 50 ms and the step (100 ms) sets the pace: 2.0x.
     report, out, proc = _compare(tmp_path, "--vary", "num_workers: [0, 2]", "--vary", "args: ['', '--fail']",
-                                 "--vary-one-at-a-time", "--rounds", "3", "--warmup", "3", "--measured", "4",
+                                 "--vary-one-at-a-time", "--rounds", "3", "--max-rounds", "5", "--precision", "0.3",
+                                 "--warmup", "3", "--measured", "4",
                                  script_args=["--steps", "14", "--sleep_ms", "100", "--call_ms", "100"])
     workers = _variant(report, "num_workers 2")
+    # adaptive repeats: the sleeps keep the ratio within +-30 % from 3 rounds (1.86x [1.73, 2.16], +-12 %, at load
+    # 9.7 on 2 cores), so no round is added
+    assert half_width(workers.figures["audio_per_s"]) < 0.3 and workers.runs == 3 and not report.notes
     ratio = workers.figures["audio_per_s"].ratio
     assert abs(ratio.ratio / 2.0 - 1) < 0.15, ratio
     assert ratio.low > 1 and not workers.figures["audio_per_s"].no_change
@@ -45,15 +49,19 @@ def test_more_workers_give_the_ratio_the_sleep_implies_and_a_failing_variant_is_
     assert "RuntimeError: the recipe's own error" in failing.failures[0]
     text = (out / "report.md").read_text()
     assert text.count("\n") > 10 and "**num_workers 2**: " in text and "--fail, round 1: exit status 1" in text
-    # re-rendered from results.json alone, nothing run
+    plot = out / "plots" / "vary-throughput.png"
+    assert "](plots/vary-throughput.png)" in text and plot.read_bytes()[:4] == b"\x89PNG"
+    # re-rendered from results.json alone, nothing run: the report and the plot rewritten
+    plot.unlink()
     again = sbprof_run(["--render-only", str(out)], cwd=tmp_path)
-    assert again.returncode == 0 and (out / "report.md").read_text() == text
+    assert again.returncode == 0 and (out / "report.md").read_text() == text and plot.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_the_recipes_own_batch_size_gives_the_ratio_its_costs_imply(tmp_path):
     # A step costs 40 ms a call and 5 ms an utterance: batch 1, 45 ms an utterance; batch 8, 80 ms for 8, 10 ms
     # an utterance: 4.5x the utterances per second.
-    report, _, _ = _compare(tmp_path, "--vary", "batch_size: [1, 8]", "--rounds", "3", "--warmup", "1",
+    report, _, _ = _compare(tmp_path, "--vary", "batch_size: [1, 8]", "--rounds", "3", "--max-rounds", "3",
+                            "--warmup", "1",
                             "--measured", "3", script_args=["--steps", "9", "--call_ms", "40", "--utt_ms", "5"])
     big = _variant(report, "batch_size 8")
     ratio = big.figures["utterances_per_s"].ratio
@@ -93,3 +101,80 @@ def test_an_option_the_script_refuses_fails_its_variant_in_one_line_naming_it(tm
     refused = _variant(report, "--batch_sz 2")
     assert refused.runs == 0 and _variant(report, "base").runs == 2
     assert "unrecognized arguments: --batch_sz 2" in (out / "report.md").read_text()
+
+
+def test_try_suggested_fires_the_data_loading_verdict_then_measures_more_workers_and_names_them(tmp_path):
+    # The base run's items sleep 100 ms beside a 100 ms step: the data-loading verdict fires (about half the loop),
+    # so more workers are measured (2 and 4, capped at the cores) and read the 2.0x the sleeps imply.
+    script = ["--steps", "12", "--sleep_ms", "100", "--call_ms", "100"]
+    report, out, proc = _compare(tmp_path, "--try", "suggested", "--rounds", "3", "--max-rounds", "3", "--warmup",
+                                 "3", "--measured", "4", script_args=script)
+    said = proc.stderr.splitlines()
+    assert said.index("sbprof: the base run: sbprof run of the script as it is, into "
+                      f"{out / 'base_run'}") < min(i for i, line in enumerate(said) if "round 1/" in line)
+    assert (out / "base_run" / "report.md").is_file()
+    suggested = [v for v in report.variants[1:]]
+    assert suggested and all(v.name.startswith("num_workers ") for v in suggested)
+    assert all(v.suggested_by.startswith("data loading: Stage `train`: Waiting for data") for v in suggested)
+    ratio = _variant(report, report.winner).figures["audio_per_s"].ratio
+    assert report.winner.startswith("num_workers ") and ratio.low > 1 and abs(ratio.ratio / 2.0 - 1) < 0.15, ratio
+    text = (out / "report.md").read_text()
+    assert f"- **{report.winner}**: suggested by the data loading verdict (Stage `train`" in text
+    # the same command again: the base run and every round are found, nothing rerun
+    again = sbprof_run(["--try", "suggested", "--rounds", "3", "--max-rounds", "3", "--warmup", "3", "--measured",
+                        "4", "--output_folder", str(out), str(VARY), *script], cwd=tmp_path)
+    assert again.returncode == 0 and "(run before)" in again.stderr and "round 1/" not in again.stderr
+
+
+def test_try_suggested_with_nothing_to_suggest_says_so_in_one_line_and_exits_0(tmp_path):
+    # no item sleep and a 300 ms step: the few ms of collating a batch stay far below a tenth of the loop
+    proc = sbprof_run(["--try", "suggested", "--warmup", "1", "--measured", "2", "--output_folder",
+                       str(tmp_path / "cmp"), str(VARY), "--steps", "4", "--call_ms", "300"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    said = [line for line in proc.stderr.splitlines() if "no verdict" in line]
+    assert said == ["sbprof: no verdict of the base run suggests a variant sbprof can measure: nothing to compare "
+                    f"(the base's report: {tmp_path / 'cmp' / 'base_run' / 'report.md'})"]
+    assert "# sbprof run" in proc.stderr and not (tmp_path / "cmp" / "variants").exists()
+    bad = sbprof_run(["--try", "everything", str(VARY)], cwd=tmp_path)
+    assert bad.returncode == 2 and bad.stderr.strip() == ("sbprof: error: --try takes 'suggested' (the variants the "
+                                                          "base run's verdicts suggest), got 'everything'")
+
+
+def test_adaptive_repeats_add_rounds_while_a_ratio_is_wide_say_why_and_resume(tmp_path):
+    # The variant's steps nap 50 ms plus up to 400 ms drawn at random: its ratio cannot be +-10 % from 3 or 4 runs,
+    # so a 4th round is added (and said), then --max-rounds ends it.
+    options = ["--vary", "args: ['', '--jitter_ms 400']", "--rounds", "3", "--max-rounds", "4", "--warmup", "1",
+               "--measured", "3"]
+    report, out, proc = _compare(tmp_path, *options, script_args=["--steps", "5", "--call_ms", "50"])
+    assert [v.runs for v in report.variants] == [4, 4]
+    assert len(report.notes) == 1 and report.notes[0].startswith(
+        "round 4 added: the throughput ratio is wider than +-10 % for --jitter_ms 400 +-"), report.notes
+    assert "round 4 added" in (out / "report.md").read_text()
+    again = sbprof_run([*options, "--output_folder", str(out), str(VARY), "--steps", "5", "--call_ms", "50"],
+                       cwd=tmp_path)
+    assert again.returncode == 0 and "round 1/" not in again.stderr
+    assert load_results(out).notes == report.notes  # nothing rerun, no reason said twice
+
+
+def test_the_cpu_cost_includes_the_dataloader_workers_spins(tmp_path):
+    # Each item spins 40 ms of CPU (in a worker with num_workers 2), each step 20 ms: 60 ms of CPU a step either
+    # way, the workers' share 40/60 with workers and 0 without; collating, the model and sbprof add a little.
+    # The workers run up to 4 items ahead (2 workers x prefetch 2), so the dataset holds more items than the run
+    # takes steps: in the measured window they make as many items as the loop takes.
+    report, _, _ = _compare(tmp_path, "--vary", "num_workers: [0, 2]", "--rounds", "2", "--max-rounds", "2",
+                            "--warmup", "2", "--measured", "4",
+                            script_args=["--steps", "30", "--item_spin_ms", "40", "--spin_ms", "20"])
+    for name, share in (("base", 0.0), ("num_workers 2", 40 / 60)):
+        v = _variant(report, name)
+        cost = v.figures["cpu_cost"].over_runs.median * 0.1  # per audio second -> per step (0.1 s of audio a step)
+        assert 0.060 <= cost < 0.060 * 1.25, (name, cost)
+        assert abs(v.figures["workers_cpu_share"].over_runs.median - share) < 0.1, name
+
+
+def test_bad_adaptive_options_are_one_line_and_exit_2(tmp_path):
+    for options, said in ((["--rounds", "4", "--max-rounds", "3"], "--max-rounds (3) must be at least --rounds (4)"),
+                          (["--precision", "0"], "--precision must be a relative half-width above 0")):
+        proc = sbprof_run(["--vary", "num_workers: [0, 2]", *options, str(VARY)], cwd=tmp_path)
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1 and said in lines[0], proc.stderr
+    assert not (tmp_path / "results").exists()
