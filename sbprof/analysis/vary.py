@@ -199,7 +199,8 @@ class VaryReport:
     precision: float = PRECISION  # adaptive repeats' target (--precision)
 
 
-def _stage(records: List[Measurement], base: str) -> str:
+def main_stage(records: List[Measurement], base: str) -> str:
+    """The stage a comparison's figures come from: ``train`` when the base ran one, else the base's first stage."""
     stages = [m.cell.variant for m in records if m.ok and m.cell.params.get("variant") == base]
     return "train" if "train" in stages else (stages[0] if stages else "train")
 
@@ -249,7 +250,7 @@ def analyse(results: Results) -> VaryReport:
     names = [v["name"] for v in variants]
     records = list(results.records)
     base = names[0] if names else "base"
-    stage = _stage(records, base)
+    stage = main_stage(records, base)
     base_ok = sorted((m for m in records if m.ok and m.cell.params.get("variant") == base and m.cell.variant == stage),
                      key=lambda m: m.cell.run)
     base_figs = [run_figures(m) for m in base_ok]

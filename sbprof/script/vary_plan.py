@@ -29,7 +29,7 @@ import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from sbprof.jobs.plan import JobPlan, Records, Step, StoreView
 from sbprof.jobs.preamble import Preamble
@@ -176,7 +176,7 @@ class VaryPlan(JobPlan):
                                              f"{round_index + 1} of {self.cfg.rounds}-{self.cfg.max_rounds}"])
                     return
                 began = time.monotonic()
-                yield Records(self.measure(variant, round_index))
+                yield Records(self.measure(variant, round_index, self.stages(view)))
                 longest = max(longest, time.monotonic() - began)
 
     def _to_run(self, view: StoreView, round_index: int) -> List[Variant]:
@@ -202,16 +202,28 @@ class VaryPlan(JobPlan):
         return (f"round {round_index + 1} added: the throughput ratio is wider than +-{100 * self.cfg.precision:g} % "
                 f"for {said}")
 
-    def command(self, variant: Variant, folder: Path, losses: Path) -> List[str]:
-        """The variant's ``sbprof run`` process: its knobs, the job's steps, its own folder, the script's
-        arguments then the variant's."""
+    def stages(self, view: StoreView) -> List[str]:
+        """``--stages MAIN`` once the base has run: the figures come from its main stage only
+        (:func:`~sbprof.analysis.vary.main_stage`), so a run stops once that stage has its steps instead of
+        running the epochs another stage's steps need; before, nothing (every stage, to learn them)."""
+        from sbprof.analysis.vary import main_stage
+
+        base = self.cfg.variants[0].name
+        records = list(view.records())
+        if not any(m.ok and m.cell.params.get("variant") == base for m in records):
+            return []
+        return ["--stages", main_stage(records, base)]
+
+    def command(self, variant: Variant, folder: Path, losses: Path, stages: Sequence[str] = ()) -> List[str]:
+        """The variant's ``sbprof run`` process: its knobs, the job's steps (of ``stages``: ``--stages``'
+        option), its own folder, the script's arguments then the variant's."""
         pre, target = self.cfg.preamble, self.cfg.target
         what = ["-m", target.module] if target.module else [target.path]
         return [sys.executable, "-m", "sbprof.cli.vary_child", json.dumps(variant.knobs), str(losses),
-                "--warmup", str(pre.warmup), "--measured", str(pre.measured), "--no-trace",
+                "--warmup", str(pre.warmup), "--measured", str(pre.measured), "--no-trace", *stages,
                 "--output_folder", str(folder), *what, *target.args, *variant.args]
 
-    def measure(self, variant: Variant, round_index: int) -> List[Measurement]:
+    def measure(self, variant: Variant, round_index: int, stages: Sequence[str] = ()) -> List[Measurement]:
         """The records of one run of ``variant``: one per stage, or one ``error`` record with the reason."""
         folder = Path(self.pre.output_folder) / VARIANTS_DIR / safe_name(variant.name) / f"round{round_index}"
         shutil.rmtree(folder, ignore_errors=True)  # a run interrupted before: sbprof run refuses its folder
@@ -222,7 +234,7 @@ class VaryPlan(JobPlan):
             env.update(OMP_NUM_THREADS=str(variant.knobs["threads"]), MKL_NUM_THREADS=str(variant.knobs["threads"]))
         self.log(f"round {round_index + 1}/{max(self.cfg.rounds, round_index + 1)}: {variant.name}")
         began = time.monotonic()
-        returncode, stderr = run_bounded(self.command(variant, folder, losses), env, self.time_left())
+        returncode, stderr = run_bounded(self.command(variant, folder, losses, list(stages)), env, self.time_left())
         (folder.parent / f"round{round_index}.stderr.txt").write_text(stderr)
         params = {"variant": variant.name}
         records = self._read(folder / "results.json", params, round_index) if returncode == 0 else []

@@ -44,6 +44,10 @@ def test_more_workers_give_the_ratio_the_sleep_implies_and_a_failing_variant_is_
     assert ratio.low > 1 and not workers.figures["audio_per_s"].no_change
     assert workers.loss_change == 0.0  # the same batches, the same math
     assert report.winner == "num_workers 2"
+    # The base's first run learns the stages; every later run measures only the main one (--stages train).
+    asked = {p.parent.name + "/" + p.name: json.loads((p / "results.json").read_text())["rules"].get("stages")
+             for p in (out / "variants").glob("*/round*") if (p / "results.json").is_file()}
+    assert asked.pop("base/round0") is None and set(map(str, asked.values())) == {"['train']"}, asked
     failing = _variant(report, "--fail")
     assert failing.runs == 0 and len(failing.failures) == 1  # its first run failed: not run again
     assert "RuntimeError: the recipe's own error" in failing.failures[0]
