@@ -28,6 +28,7 @@ from sbprof.analysis.run_steps import LoopShares, TraceCost, loop_shares, of_rol
 from sbprof.record import Measurement, MemoryPeak
 from sbprof.record.codec import Codec, from_json
 from sbprof.record.params import ModuleParams, ParamCount
+from sbprof.record.payload import Payload
 from sbprof.record.results import Results
 from sbprof.base.stats import Stats, rtf, rtfx, summarise
 
@@ -125,7 +126,7 @@ class RunTrace(Codec):
 
 
 @dataclass(frozen=True)
-class RunPayload(Codec):
+class RunPayload(Payload):
     """What ``sbprof run`` saves in a stage's ``extra``: per-step lists over every step (warm-up ones first)."""
 
     kind: Optional[str] = None

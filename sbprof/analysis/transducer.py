@@ -19,6 +19,7 @@ from sbprof.analysis.limits import Limits, Verdict, fastest_backend, limits, out
 from sbprof.base.errors import ConfigError
 from sbprof.record import Measurement
 from sbprof.record.codec import Codec, from_json
+from sbprof.record.payload import Payload
 from sbprof.record.results import Results
 from sbprof.analysis.runs import group_runs, representative
 from sbprof.base.stats import Stats, summarise
@@ -56,7 +57,7 @@ class SearchPayload(Codec):
 
 
 @dataclass(frozen=True)
-class TransducerPayload(Codec):
+class TransducerPayload(Payload):
     """What a transducer worker (or the plan, for a backend not installed) saves in a record's ``extra``."""
 
     agreement: Optional[Agreement] = None
@@ -65,6 +66,10 @@ class TransducerPayload(Codec):
     loadavg_1m: Optional[float] = None
     not_installed: bool = False
     install_hint: str = ""
+    executable: Optional[str] = None  # the worker's Python interpreter (a backend may need its own)
+    worker_threads: Optional[int] = None  # torch's threads in the worker
+    step_shapes: Optional[List[List[int]]] = None  # per measured step: utterances, longest frames, longest tokens
+    trace: Optional[str] = None  # the trace file, relative to the output folder
 
 
 def payload(m: Measurement) -> TransducerPayload:
