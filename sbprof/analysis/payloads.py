@@ -35,10 +35,10 @@ from sbprof.analysis.train import LaunchPayload, TrainPayload
 from sbprof.analysis.transducer import TransducerPayload
 from sbprof.base.errors import ConfigError
 from sbprof.record import Measurement, Results
-from sbprof.record.payload import CommonPayload
 
 PAYLOADS: Dict[str, Tuple[type, ...]] = {
     "run": (RunPayload, RankPayload),
+    "vary": (RunPayload,),
     "profile": (CellPayload,),
     "compare-models": (CellPayload,),
     "train": (TrainPayload, LaunchPayload, RankPayload),
@@ -47,7 +47,7 @@ PAYLOADS: Dict[str, Tuple[type, ...]] = {
     **dict.fromkeys(("flops", "params", "modules"), (CountsPayload,)),
 }
 """Per job, the payload classes its records' ``extra`` is written from (the first is named when no field is
-near an unknown key); :class:`CommonPayload`'s keys are allowed in every job's records."""
+near an unknown key); each extends :class:`~sbprof.record.payload.Payload`, the keys any record may hold."""
 
 
 def _fields(cls: type) -> List[str]:
@@ -55,7 +55,7 @@ def _fields(cls: type) -> List[str]:
 
 
 def _known(job: str) -> Set[str]:
-    return {name for cls in (*PAYLOADS[job], CommonPayload) for name in _fields(cls)}
+    return {name for cls in PAYLOADS[job] for name in _fields(cls)}
 
 
 def unknown_key(job: str, m: Measurement) -> Optional[str]:

@@ -151,6 +151,11 @@ class RunPayload(Payload):
     traces: List[str] = field(default_factory=list)
     operators_per_step: Optional[float] = None
     dispatch_floor_s: Optional[float] = None
+    seen: int = 0  # the stage's steps begun, recorded or not
+    warmup: Optional[int] = None  # the steps before the first measured one
+    memory: Optional[Dict[str, Any]] = None  # the memory step's peaks (the record's ``memory`` reads them)
+    plan: Optional[Dict[str, Any]] = None  # the stage's planned steps: warm-up, measured and their sequence
+    losses: List[Optional[float]] = field(default_factory=list)  # a --vary round's losses (None: not finite)
 
 
 @dataclass
@@ -226,13 +231,18 @@ class RunReport:
         return sorted({t for s in self.stages for t in s.traces})
 
 
+def run_payload(m: Measurement) -> RunPayload:
+    """The stage record's ``extra``, typed."""
+    return from_json(RunPayload, m.extra, f"record {m.label!r}: extra")
+
+
 def _measured(m: Measurement, values: List[Any]) -> List[Any]:
     return list(values[m.warmup:m.warmup + len(m.wall_s)])
 
 
 def stage_figures(m: Measurement) -> StageFigures:
     """The figures of one stage's record."""
-    extra = from_json(RunPayload, m.extra, f"record {m.label!r}: extra")
+    extra = run_payload(m)
     kind = extra.kind if extra.kind is not None else m.settings.get("kind", "")
     fig = StageFigures(m.cell.variant or m.label, kind, m.warmup, None, None, role_runs=role_runs(extra.roles),
                        trace=extra.trace, why=dict(extra.why), notes=list(extra.stage_notes), brain=extra.brain,

@@ -35,6 +35,8 @@ class Agreement(Codec):
     message: str = ""
     max_loss_rel_diff: Optional[float] = None
     max_grad_abs_diff: Optional[float] = None
+    tolerances: Dict[str, float] = field(default_factory=dict)  # the loss and gradient tolerances checked against
+    cases: int = 0  # the cases checked
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,10 @@ class Padding(Codec):
     utterances: int
     frame_padding: float
     lattice_padding: float
+    frames: int = 0  # the utterances' frames, unpadded
+    padded_frames: int = 0
+    lattice_cells: int = 0  # the frames x tokens cells of the utterances' lattices, unpadded
+    padded_lattice_cells: int = 0
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,7 @@ class SearchPayload(Codec):
     largest: Optional[int] = None
     probes: List[Tuple[int, Optional[float], bool]] = field(default_factory=list)
     capped: bool = False
+    budget_bytes: Optional[float] = None  # the memory budget searched against
 
 
 @dataclass(frozen=True)
