@@ -83,7 +83,7 @@ class CountsWorker(CellWorker):
                         trainable_params=data.get("trainable"))
         return Measurement(label=item["label"], cell=Cell.from_dict(item["cell"]), counts=counts,
                            settings={"input": self.what}, env=collect_env(),
-                           extra=CountsPayload(command=cfg.command, result=data).to_dict())
+                           extra=CountsPayload(command=cfg.command, result=data).to_dict()).to_dict()
 
     def params(self) -> Dict[str, Any]:
         from sbprof.measuring.params import count_params
