@@ -88,6 +88,7 @@ class RankSteps(Codec):
     gap_s: Optional[List[Optional[float]]] = None
     last_step: Optional[int] = None
     end: str = ""
+    allocated_peak_bytes: Optional[List[Optional[float]]] = None  # per reported step, the allocator's peak
 
 
 @dataclass(frozen=True)
