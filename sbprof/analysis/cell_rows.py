@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
+from sbprof.analysis.cell_payload import cell_payload
 from sbprof.analysis.predictions import CellPrediction
 from sbprof.base.stats import GB
 from sbprof.record import Measurement, MemoryPeak
@@ -81,7 +82,7 @@ def record_row(m: Measurement, figures: Dict[str, Any]) -> CellRow:
     (0.02, 3, 'ok')
     """
     f = figures if m.audio_seconds is not None else {}
-    c = m.cell
+    c, extra = m.cell, cell_payload(m)
     rtf = f.get("rtf") or {}
     busy = f.get("busy_rtf") or {}
     return CellRow(
@@ -95,8 +96,7 @@ def record_row(m: Measurement, figures: Dict[str, Any]) -> CellRow:
         host_busy_rtf=busy.get("host_busy_rtf"), gpu_busy_rtf=busy.get("gpu_busy_rtf"),
         wall_s_median=f.get("wall_s_median"), peak_memory_gb=f.get("peak_memory_gb"),
         batch_memory_gb=f.get("batch_memory_gb"),
-        memory=m.memory, cuda_initialized=m.extra.get("cuda_initialized"), loadavg_1m=m.extra.get("loadavg_1m"),
-        trace=m.extra.get("trace"))
+        memory=m.memory, cuda_initialized=extra.cuda_initialized, loadavg_1m=extra.loadavg_1m, trace=extra.trace)
 
 
 def predicted_rows(model: str, variant: Optional[str], predicted: Sequence[CellPrediction]) -> List[CellRow]:

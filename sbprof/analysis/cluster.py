@@ -41,6 +41,8 @@ from sbprof.analysis.intervals import RunInterval
 from sbprof.analysis.machines import MachinesSummary, analyse_machines
 from sbprof.analysis.runs import cpu_cost_over_runs, group_runs, rtf_over_runs, run_figure
 from sbprof.record import Cell, Measurement
+from sbprof.record.codec import from_json
+from sbprof.record.payload import Payload
 from sbprof.record.results import Machine, Results
 
 HOURS = 1000.0
@@ -135,8 +137,8 @@ class ClusterSummary:
 
 def node_of(m: Measurement) -> Optional[str]:
     """The node a record was measured on (its ``extra.cluster.node``), ``None`` when not measured on a cluster."""
-    stamp = m.extra.get("cluster")
-    return stamp.get("node") if isinstance(stamp, dict) and stamp.get("node") else None
+    stamp = from_json(Payload, m.extra, f"record {m.label!r}: extra").cluster
+    return stamp.get("node") if stamp and stamp.get("node") else None
 
 
 def type_nodes(machine: str, records: Sequence[Measurement]) -> TypeNodes:

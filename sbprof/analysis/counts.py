@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Optional
 
+from sbprof.analysis.counts_payload import counts_payload
 from sbprof.analysis.figures import Outcome
 from sbprof.analysis.breakdown import ModuleBreakdown, BreakdownSteps, breakdown_steps
 from sbprof.record.flops import FlopCount, ModuleFlops, OperatorFlops
@@ -83,7 +84,7 @@ class CountsSummary:
 def analyse(results: Results) -> CountsSummary:
     """The one analysis of a ``flops`` / ``params`` / ``modules`` results file."""
     record = results.records[-1] if results.records else None
-    result = (record.extra.get("result") or {}) if record is not None and record.ok else {}
+    result = counts_payload(record).result if record is not None and record.ok else {}
     job = results.job
     modules = job == "modules" and bool(result)
     breakdown = ModuleBreakdown.from_dict(result) if modules else None

@@ -70,6 +70,7 @@ from sbprof.analysis.rank_sections import (SectionSummary, cpu_excess, host_rows
                                            throughput)
 from sbprof.record import Measurement
 from sbprof.record.codec import Codec, from_json
+from sbprof.record.payload import Payload
 from sbprof.base.stats import Stats, summarise
 
 NORMAL_ENDS = ("exit", "done")
@@ -87,10 +88,11 @@ class RankSteps(Codec):
     gap_s: Optional[List[Optional[float]]] = None
     last_step: Optional[int] = None
     end: str = ""
+    allocated_peak_bytes: Optional[List[Optional[float]]] = None  # per reported step, the allocator's peak
 
 
 @dataclass(frozen=True)
-class RankPayload(Codec):
+class RankPayload(Payload):
     """What a rank record holds in ``extra`` (written by a rank, rebuilt by ``sbprof merge``, or by ``sbprof train``)."""
 
     rank: RankSteps = field(default_factory=RankSteps)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
+from sbprof.analysis.cell_payload import cell_payload
 from sbprof.record import Measurement
 from sbprof.base.stats import GB, Stats, rtf, rtfx, summarise
 
@@ -91,7 +92,7 @@ def batch_memory_gb(m: Measurement) -> Optional[float]:
 
 def busy_rtf(m: Measurement) -> Optional[Dict[str, float]]:
     """Host-busy and GPU-busy RTF of the cell's profiled batch (CUDA settings), or ``None``."""
-    split = m.extra.get("device_split")
+    split = cell_payload(m).device_split
     if not m.ok or not split:
         return None
     audio = batch_audio_seconds(m)

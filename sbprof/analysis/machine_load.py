@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
+from sbprof.analysis.cell_payload import cell_payload
 from sbprof.analysis.runs import group_runs
 from sbprof.record import Measurement
 
@@ -47,9 +48,9 @@ def others_of(groups: Sequence[Sequence[Measurement]], threads: int, cores: Opti
     """The others' load over a setting's cells (each a list of runs); ``None`` when no run read it."""
     per_cell = []
     for runs in groups:
-        timed = [m for m in runs if m.ok and m.extra.get("window_s")]
+        timed = [p for p in (cell_payload(m) for m in runs if m.ok) if p.window_s]
         if timed:
-            per_cell.append((sum(m.extra["others_cpu_s"] for m in timed), sum(m.extra["window_s"] for m in timed)))
+            per_cell.append((sum(p.others_cpu_s or 0.0 for p in timed), sum(p.window_s for p in timed)))
     if not per_cell:
         return None
     shares = [cpu / wall for cpu, wall in per_cell]

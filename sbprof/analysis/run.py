@@ -28,6 +28,7 @@ from sbprof.analysis.run_steps import LoopShares, TraceCost, loop_shares, of_rol
 from sbprof.record import Measurement, MemoryPeak
 from sbprof.record.codec import Codec, from_json
 from sbprof.record.params import ModuleParams, ParamCount
+from sbprof.record.payload import Payload
 from sbprof.record.results import Results
 from sbprof.base.stats import Stats, rtf, rtfx, summarise
 
@@ -125,7 +126,7 @@ class RunTrace(Codec):
 
 
 @dataclass(frozen=True)
-class RunPayload(Codec):
+class RunPayload(Payload):
     """What ``sbprof run`` saves in a stage's ``extra``: per-step lists over every step (warm-up ones first)."""
 
     kind: Optional[str] = None
@@ -150,6 +151,13 @@ class RunPayload(Codec):
     traces: List[str] = field(default_factory=list)
     operators_per_step: Optional[float] = None
     dispatch_floor_s: Optional[float] = None
+    seen: int = 0  # the stage's steps begun, recorded or not
+    warmup: Optional[int] = None  # the steps before the first measured one
+    memory: Optional[Dict[str, Any]] = None  # the memory step's peaks (the record's ``memory`` reads them)
+    plan: Optional[Dict[str, Any]] = None  # the stage's planned steps: warm-up, measured and their sequence
+    losses: List[Optional[float]] = field(default_factory=list)  # a --vary round's losses (None: not finite)
+    loop_cpu_s: List[Optional[float]] = field(default_factory=list)  # a --vary run's: each step's loop, workers too
+    workers_cpu_s: List[Optional[float]] = field(default_factory=list)  # ... and its DataLoader workers' part
 
 
 @dataclass
@@ -225,13 +233,18 @@ class RunReport:
         return sorted({t for s in self.stages for t in s.traces})
 
 
+def run_payload(m: Measurement) -> RunPayload:
+    """The stage record's ``extra``, typed."""
+    return from_json(RunPayload, m.extra, f"record {m.label!r}: extra")
+
+
 def _measured(m: Measurement, values: List[Any]) -> List[Any]:
     return list(values[m.warmup:m.warmup + len(m.wall_s)])
 
 
 def stage_figures(m: Measurement) -> StageFigures:
     """The figures of one stage's record."""
-    extra = from_json(RunPayload, m.extra, f"record {m.label!r}: extra")
+    extra = run_payload(m)
     kind = extra.kind if extra.kind is not None else m.settings.get("kind", "")
     fig = StageFigures(m.cell.variant or m.label, kind, m.warmup, None, None, role_runs=role_runs(extra.roles),
                        trace=extra.trace, why=dict(extra.why), notes=list(extra.stage_notes), brain=extra.brain,

@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional
 
 from sbprof.record import Measurement
 from sbprof.record.codec import Codec, from_json
+from sbprof.record.payload import Payload
 
 Columns = Dict[str, List[Any]]
 """Per-chunk columns: one list per field (``stream``, ``samples``, ``arrival_s``, ``start_s``, ``end_s``...)."""
@@ -41,8 +42,9 @@ class ProbeRecord(Codec):
 
 
 @dataclass(frozen=True)
-class StreamPayload(Codec):
-    """A stream record's ``extra`` (each key optional: an offline record holds only the load)."""
+class StreamPayload(Payload):
+    """A stream record's ``extra`` (each key optional: an offline record holds only the load); the worker writes
+    it with ``to_dict()``, which keeps only the keys it set."""
 
     sample_rate: Optional[int] = None
     chunk_samples: Optional[int] = None
@@ -58,6 +60,11 @@ class StreamPayload(Codec):
     probes: List[ProbeRecord] = field(default_factory=list)
     target_s: Optional[float] = None
     loadavg_1m: Optional[float] = None
+    flush_chunks: Optional[int] = None  # zero chunks fed after the audio to flush the feature extractor
+    max_backlog_s: Optional[float] = None  # the backlog at which a session stopped (None: never)
+    transcript: Optional[str] = None  # the first session's text, kept to be read by a person
+    capacity: Optional[int] = None  # a capacity search's streams served within the target (None: not even 1)
+    cuda_initialized: Optional[bool] = None  # whether the worker ever paid for a CUDA context
 
     @property
     def chunk_s(self) -> float:

@@ -16,6 +16,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from sbprof.analysis.cell_payload import cell_payload
 from sbprof.analysis.cell_rows import CellRow, predicted_rows, record_row
 from sbprof.analysis.costmodel import HeldOutReport
 from sbprof.analysis.figures import batch_audio_seconds, busy_rtf, cell_figures, cell_sort_key, setting_sort_key
@@ -205,7 +206,7 @@ def _cell(runs: Sequence[Measurement], predictions: Dict[str, CellPrediction],
         one_run=summarise([w / batch_audio_seconds(ok[0]) for w in ok[0].wall_s]) if len(ok) == 1 else None,
         over_runs=summary if len(ok) > 1 else None, target_missed=missed,
         rtfx=1 / summary.interval.median if summary.interval.median > 0 else None, busy=_busy(rep),
-        busy_error=rep.extra.get("extra_error"),
+        busy_error=cell_payload(rep).extra_error,
         added_bytes=median_over_runs(ok, lambda m: getattr(m.memory, f"peak_{memory}_delta_bytes", None)
                                      if m.memory else None),
         peak_bytes=median_over_runs(ok, lambda m: getattr(m.memory, f"peak_{memory}_bytes", None)
@@ -225,7 +226,7 @@ def _setting(device: str, threads: int, records: List[Measurement], references: 
         key = runs[0].cell.grid_key
         cells[key] = _cell(runs, {figure: p for (k, figure), p in predicted.items() if k == key},
                            priors[worker_group(runs[0])], cpu_priors[worker_group(runs[0])])
-    loads = [m.extra["loadavg_1m"] for m in records if "loadavg_1m" in m.extra]
+    loads = [p.loadavg_1m for p in map(cell_payload, records) if p.loadavg_1m is not None]
     ok = [c for c in cells.values() if c.runs]
     policy = next((representative(runs).settings.get("repeats", {}) for runs in groups
                    if any(m.ok and m.wall_s for m in runs)), {})
@@ -304,7 +305,7 @@ def analyse(results: Results) -> SweepSummary:
         warmup=first.warmup if first else 0,
         measured=results.rules.get("measured", len(first.wall_s) if first else 0), fill=fill, validate=validate,
         measured_min_s=results.rules.get("measured_min_s"),
-        process_warmup=any("process_warmup_calls" in m.extra for m in [*records, *results.calibration]),
+        process_warmup=any(cell_payload(m).process_warmup_calls is not None for m in [*records, *results.calibration]),
         limits=sweep_limits(list(models.values())))
 
 

@@ -30,6 +30,7 @@ from sbprof.record.cell import Cell
 from sbprof.record.codec import Codec, from_json
 from sbprof.record.measurement import MemoryPeak
 from sbprof.record.params import ParamCount
+from sbprof.record.payload import Payload
 from sbprof.record.results import Results
 from sbprof.base.stats import summarise
 
@@ -43,10 +44,12 @@ class FlopsPayload(Codec):
     modules: Dict[str, List[float]] = field(default_factory=dict)  # label -> [forward, backward] per step
     untracked: Dict[str, int] = field(default_factory=dict)  # operator -> calls without a FLOP formula
     macs_by_precision: Dict[str, float] = field(default_factory=dict)  # over the measured steps, per precision
+    forward_per_step: List[float] = field(default_factory=list)  # the forward pass's FLOPs per measured step
+    conventions: str = ""  # the counting conventions the figures follow (sbprof.measuring.flops.CONVENTIONS)
 
 
 @dataclass(frozen=True)
-class TrainPayload(Codec):
+class TrainPayload(Payload):
     """A single-process train record's ``extra`` (each key optional)."""
 
     audio_s_per_step: List[float] = field(default_factory=list)
@@ -58,14 +61,19 @@ class TrainPayload(Codec):
     trace_files: List[str] = field(default_factory=list)
     precision: Optional[str] = None  # SpeechBrain's training precision (fp32; bf16 or fp16 under autocast)
     loss_per_step: List[float] = field(default_factory=list)  # every step of the timed fit, warm-up ones first
+    tokens_per_step: List[float] = field(default_factory=list)  # target tokens of each measured step
+    batch_of_step: List[int] = field(default_factory=list)  # the batch each measured step trained on
+    memory_step_batch: Optional[int] = None  # the batch (the longest) of the step whose memory peak is measured
 
 
 @dataclass(frozen=True)
-class LaunchPayload(Codec):
+class LaunchPayload(Payload):
     """A world launch's ``extra`` (a ``world_sizes`` study): the run it launched and where its rank files are."""
 
     run_id: str = "?"
     run_folder: str = "?"
+    exit_code: Optional[int] = None  # torchrun's
+    timed_out: bool = False  # stopped at the deadline
 
 
 def payload(m: Measurement) -> TrainPayload:

@@ -21,6 +21,7 @@ from sbprof.base.errors import ConfigError
 from sbprof.record import Measurement
 from sbprof.record.cell import Cell
 from sbprof.record.codec import Codec, from_json
+from sbprof.record.payload import Payload
 from sbprof.record.results import Results
 from sbprof.analysis.runs import group_runs, representative
 from sbprof.base.stats import Stats, summarise
@@ -36,6 +37,8 @@ class Agreement(Codec):
     message: str = ""
     max_loss_rel_diff: Optional[float] = None
     max_grad_abs_diff: Optional[float] = None
+    tolerances: Dict[str, float] = field(default_factory=dict)  # the loss and gradient tolerances checked against
+    cases: int = 0  # the cases checked
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,10 @@ class Padding(Codec):
     utterances: int
     frame_padding: float
     lattice_padding: float
+    frames: int = 0  # the utterances' frames, unpadded
+    padded_frames: int = 0
+    lattice_cells: int = 0  # the frames x tokens cells of the utterances' lattices, unpadded
+    padded_lattice_cells: int = 0
 
 
 @dataclass(frozen=True)
@@ -55,10 +62,11 @@ class SearchPayload(Codec):
     largest: Optional[int] = None
     probes: List[Tuple[int, Optional[float], bool]] = field(default_factory=list)
     capped: bool = False
+    budget_bytes: Optional[float] = None  # the memory budget searched against
 
 
 @dataclass(frozen=True)
-class TransducerPayload(Codec):
+class TransducerPayload(Payload):
     """What a transducer worker (or the plan, for a backend not installed) saves in a record's ``extra``."""
 
     agreement: Optional[Agreement] = None
@@ -67,6 +75,10 @@ class TransducerPayload(Codec):
     loadavg_1m: Optional[float] = None
     not_installed: bool = False
     install_hint: str = ""
+    executable: Optional[str] = None  # the worker's Python interpreter (a backend may need its own)
+    worker_threads: Optional[int] = None  # torch's threads in the worker
+    step_shapes: Optional[List[List[int]]] = None  # per measured step: utterances, longest frames, longest tokens
+    trace: Optional[str] = None  # the trace file, relative to the output folder
 
 
 def payload(m: Measurement) -> TransducerPayload:

@@ -56,7 +56,7 @@ from sbprof.analysis.figures import peak_gb
 from sbprof.analysis.gate import min_runs
 from sbprof.analysis.intervals import RunInterval, interval_over_runs
 from sbprof.analysis.limits import Limits
-from sbprof.analysis.run import run_limits, stage_figures
+from sbprof.analysis.run import run_limits, run_payload, stage_figures
 from sbprof.analysis.run_steps import of_role
 from sbprof.analysis.verdict import Verdict, compare_runs
 from sbprof.record import Measurement
@@ -115,11 +115,12 @@ def ratio_level(runs: int) -> Optional[float]:
 
 def run_figures(m: Measurement) -> Dict[str, float]:
     """One run's figures (see the module docstring) from its stage record; a figure it cannot give is left out."""
-    roles = m.extra.get("roles") or []
-    wait = [float(x or 0.0) for x in of_role(roles, m.extra.get("data_wait_s") or [], "measured")]
-    between = [float(x or 0.0) for x in of_role(roles, m.extra.get("between_s") or [], "measured")]
-    utterances = of_role(roles, m.extra.get("utterances") or [], "measured")
-    audio = of_role(roles, m.extra.get("audio_s") or [], "measured")
+    extra = run_payload(m)
+    roles = extra.roles
+    wait = [float(x or 0.0) for x in of_role(roles, extra.data_wait_s, "measured")]
+    between = [float(x or 0.0) for x in of_role(roles, extra.between_s, "measured")]
+    utterances = of_role(roles, extra.utterances, "measured")
+    audio = of_role(roles, extra.audio_s, "measured")
     steps = list(m.wall_s)
     if not steps or len(wait) != len(steps):
         return {}
@@ -133,10 +134,10 @@ def run_figures(m: Measurement) -> Dict[str, float]:
     if all(isinstance(a, (int, float)) for a in audio) and audio and sum(audio) > 0:
         out["audio_per_s"] = sum(audio) / loop
         units = sum(audio)
-    loop_cpu = of_role(roles, m.extra.get("loop_cpu_s") or [], "measured")
+    loop_cpu = of_role(roles, extra.loop_cpu_s, "measured")
     if len(loop_cpu) == len(steps) and all(isinstance(c, (int, float)) for c in loop_cpu):
         out["cpu_cost"] = sum(loop_cpu) / units
-        workers = of_role(roles, m.extra.get("workers_cpu_s") or [], "measured")
+        workers = of_role(roles, extra.workers_cpu_s, "measured")
         out["workers_cpu_share"] = sum(workers) / sum(loop_cpu) if sum(loop_cpu) > 0 else 0.0
     elif m.cpu_s and len(m.cpu_s) == len(steps):  # results of an sbprof without the loop's CPU: the steps' own
         out["cpu_cost"] = sum(m.cpu_s) / units
@@ -224,8 +225,8 @@ def _variant(name: str, changes: List[Tuple[str, Any]], records: List[Measuremen
             figure.ratio = compare_runs([[b] for b in base], [[v] for v in values], threshold=0.0,
                                         confidence=level, lower_is_better=lower_is_better)
         result.figures[key] = figure
-    losses = next((m.extra.get("losses") for m in sorted(mine, key=lambda m: m.cell.run)
-                   if m.ok and m.extra.get("losses")), None)
+    losses = next((run_payload(m).losses for m in sorted(mine, key=lambda m: m.cell.run)
+                   if m.ok and run_payload(m).losses), None)
     if losses and base_losses:
         change = loss_change(base_losses, losses)
         # Other arguments (a batch size...) give other batches: their losses are compared only when they stay within
@@ -255,7 +256,7 @@ def analyse(results: Results) -> VaryReport:
                      key=lambda m: m.cell.run)
     base_figs = [run_figures(m) for m in base_ok]
     base_runs = {k: [f[k] for f in base_figs] for k in FIGURES if base_figs and all(k in f for f in base_figs)}
-    base_losses = next((m.extra.get("losses") for m in base_ok if m.extra.get("losses")), None) or []
+    base_losses = next((run_payload(m).losses for m in base_ok if run_payload(m).losses), None) or []
     tolerance = float(rules.get("loss_tolerance", 0.02))
     out: List[VariantResult] = []
     for i, v in enumerate(variants):

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import replace
 from typing import Any, Dict, Optional
 
 import torch
 
+from sbprof.analysis.cell_payload import CellPayload, cell_payload
 from sbprof.models.audio import load_example
 from sbprof.compare_models.schema import CompareConfig
 from sbprof.measuring.energy.meter import EnergyMeter
@@ -58,7 +60,7 @@ def measure_energy_window(cfg: CompareConfig, device: str, threads: int, call: A
         if cfg.energy.gpu and not on_cuda:
             energy.unavailable.setdefault("nvml", CPU_ONLY)
     else:
-        m.extra["energy_error"] = reading_error
+        m.extra = CellPayload(energy_error=reading_error).to_dict()
     m.energy = energy
     return m
 
@@ -105,15 +107,11 @@ class VariantWorker(CellWorker):
             call()
         with OthersCpu() as others:  # the load beside the run: the gate may judge on CPU time
             m = measure_energy_window(cfg, self.device, self.job["threads"], call, item["label"], cell)
-        if others.cpu_s is not None:
-            m.extra.update(others_cpu_s=others.cpu_s, window_s=others.wall_s)
-        if warmed_up is not None:
-            m.extra["process_warmup_calls"] = warmed_up
+        m.extra = replace(cell_payload(m), others_cpu_s=others.cpu_s,
+                          window_s=others.wall_s if others.cpu_s is not None else None,
+                          process_warmup_calls=warmed_up, loadavg_1m=load_average()).to_dict()
         m.audio_seconds, m.settings, m.counts = seconds, settings, self.counts
         m.warmup = cfg.preamble.warmup
-        load = load_average()
-        if load is not None:
-            m.extra["loadavg_1m"] = load
         return m.to_dict()
 
     def failed(self, item: Dict[str, Any], exc: BaseException) -> Dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, Optional
 
 import torch
 
+from sbprof.analysis.counts_payload import CountsPayload
 from sbprof.counts.target import CountsConfig
 from sbprof.measuring.env import collect_env
 from sbprof.base.errors import ConfigError
@@ -82,7 +83,7 @@ class CountsWorker(CellWorker):
                         trainable_params=data.get("trainable"))
         return Measurement(label=item["label"], cell=Cell.from_dict(item["cell"]), counts=counts,
                            settings={"input": self.what}, env=collect_env(),
-                           extra={"command": cfg.command, "result": data}).to_dict()
+                           extra=CountsPayload(command=cfg.command, result=data).to_dict()).to_dict()
 
     def params(self) -> Dict[str, Any]:
         from sbprof.measuring.params import count_params

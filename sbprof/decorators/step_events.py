@@ -7,7 +7,8 @@ in the trace but not in the figures.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from dataclasses import replace
+from typing import Any, List, Optional
 
 import torch
 from torch.autograd.profiler_util import EventList
@@ -17,6 +18,7 @@ from sbprof.decorators.stage_schedule import SHARED_KEY, schedule_key
 from sbprof.base.errors import MeasurementError
 from sbprof.measuring.events import MemoryRecord, SessionView, StepWindow
 from sbprof.record import Cell, Measurement
+from sbprof.record.step_payload import StepPayload
 
 FIRST_STEPS_SHOWN = 50  # how far the "nothing recorded yet" message looks into a schedule
 
@@ -128,19 +130,19 @@ class StepReader(RecordingProfiler):
         from sbprof.measuring.events import device_us, operator_cpu_us, peak_per_window
 
         device = f"cuda:{torch.cuda.current_device()}" if torch.cuda.is_initialized() else "cpu"
-        extra: Dict[str, Any] = {}
+        extra = StepPayload()
         self.stop()  # as every read does: what ran so far becomes readable (a timing-only profiler has none)
         if any(w.step == step for view in self.sessions() for w in view.windows):
             events = self.events(step)
-            extra.update(recorded_steps=len(events.windows), operator_cpu_us=operator_cpu_us(events),
-                         device_us=device_us(events))
+            extra = StepPayload(recorded_steps=len(events.windows), operator_cpu_us=operator_cpu_us(events),
+                                device_us=device_us(events))
             if self.profile_memory:
                 peaks = peak_per_window(events.memory, events.windows)
-                extra.update(allocated_peak_cpu_bytes=max(c for c, _ in peaks),
-                             allocated_peak_device_bytes=max(d for _, d in peaks))
+                extra = replace(extra, allocated_peak_cpu_bytes=max(c for c, _ in peaks),
+                                allocated_peak_device_bytes=max(d for _, d in peaks))
         return Measurement(label=step, cell=Cell(model=step, device=device, threads=torch.get_num_threads()),
                            wall_s=list(self.step_wall_s[step]), cpu_s=list(self.step_cpu_s[step]),
                            settings={"schedule": repr(self.schedule) if self.has_schedule else None,
                                      "record_shapes": self.record_shapes, "with_stack": self.with_stack,
                                      "profile_memory": self.profile_memory, "timing_only": self.timing_only},
-                           env=collect_env(), extra=extra)
+                           env=collect_env(), extra=extra.to_dict())

@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
-from sbprof.analysis.distributed import RunAnalysis, RunSummary, summarise_run
+from sbprof.analysis.distributed import RankPayload, RankSteps, RunAnalysis, RunSummary, summarise_run
 from sbprof.analysis.rank_rows import MissingRank
 from sbprof.distributed.rankfile import RankFile, read_rank_file, rank_files
 from sbprof.distributed.world import DEFAULT_FOLDER, ENV_FOLDER
@@ -107,19 +107,15 @@ def rebuild_records(rank: RankFile) -> List[Measurement]:
         indices = [int(line.get("index", i)) for i, line in enumerate(shown)]
         utterances = [line.get("utterances") for line in shown]
         # A step line carries its communication where the rank timed it itself (sbprof run); else a comm line.
-        extra: Dict = {"rank": {"section": section, "steps": indices,
-                                "comm_s": [line["comm_s"] if isinstance(line.get("comm_s"), (int, float))
-                                           else comm.get(i) for i, line in zip(indices, shown)],
-                                "gap_s": [line.get("gap_s") for line in shown],
-                                "last_step": int(lines[-1].get("index", len(lines) - 1)), "end": DIED}}
-        if shown and all(isinstance(u, (int, float)) for u in utterances):
-            extra["utterances_per_step"] = [float(u) for u in utterances]
+        steps = RankSteps(section=section, steps=indices,
+                          comm_s=[line["comm_s"] if isinstance(line.get("comm_s"), (int, float)) else comm.get(i)
+                                  for i, line in zip(indices, shown)],
+                          gap_s=[line.get("gap_s") for line in shown],
+                          last_step=int(lines[-1].get("index", len(lines) - 1)), end=DIED)
         audio = [line.get("audio_s") for line in shown]
-        if shown and all(isinstance(a, (int, float)) for a in audio):
-            extra["audio_s_per_step"] = [float(a) for a in audio]
         waits = [line.get("data_wait_s") for line in shown]
-        if shown and all(isinstance(w, (int, float)) for w in waits):
-            extra["data_wait_s_per_step"] = [float(w) for w in waits]
+        extra = RankPayload(rank=steps, utterances_per_step=_numbers(shown, utterances),
+                            audio_s_per_step=_numbers(shown, audio), data_wait_s_per_step=_numbers(shown, waits))
         cuda = [line.get("cuda_s") for line in shown]
         out.append(Measurement(
             label=f"rank {rank.rank}: {section}", cell=Cell(model=section, rank=rank.rank, device="cpu",
@@ -128,8 +124,13 @@ def rebuild_records(rank: RankFile) -> List[Measurement]:
             cpu_s=[float(line.get("cpu_s", 0.0)) for line in shown],
             cuda_s=[float(c) for c in cuda] if shown and all(isinstance(c, (int, float)) for c in cuda) else None,
             settings={"distributed": world, "step": str(lines[-1].get("name", section)), "rebuilt": True},
-            extra=extra))
+            extra=extra.to_dict()))
     return out
+
+
+def _numbers(shown: List[dict], values: List[object]) -> Optional[List[float]]:
+    """Every reported step's figure as a float, or ``None`` when a step has none."""
+    return [float(v) for v in values] if shown and all(isinstance(v, (int, float)) for v in values) else None
 
 
 def _rank_of_name(path: Path) -> Optional[int]:

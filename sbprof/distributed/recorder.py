@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional
 
+from sbprof.analysis.distributed import RankPayload, RankSteps
 from sbprof.distributed.machine_load import MachineLoad
 from sbprof.distributed.ranklog import RankLog
 from sbprof.distributed.world import World, from_env, rank_folder
@@ -190,21 +191,21 @@ class RankSection:
         comm_known = not timing_only or self.clocked
         device = f"cuda:{torch.cuda.current_device()}" if torch.cuda.is_initialized() else "cpu"
         world = {**self.world.to_dict(), "run_id": log.run_id, "backend": log.backend}
-        extra: Dict[str, Any] = {"rank": {
-            "section": record_key(self.key, name), "steps": [r.index for r in shown],
-            "comm_s": [r.comm_s for r in shown] if comm_known else None, "gap_s": [r.gap_s for r in shown],
-            "last_step": rows[-1].index, "allocated_peak_bytes": [r.allocated_bytes for r in shown]},
-            "machine": self.load.figures(name)}
-        if shown and all(r.data_wait_s is not None for r in shown):
-            extra["data_wait_s_per_step"] = [r.data_wait_s for r in shown]
-        for figure, per_step in self.step_figures.items():
-            extra[figure] = [per_step[r.index] for r in shown if r.index < len(per_step)]
+        steps = RankSteps(section=record_key(self.key, name), steps=[r.index for r in shown],
+                          comm_s=[r.comm_s for r in shown] if comm_known else None, gap_s=[r.gap_s for r in shown],
+                          last_step=rows[-1].index, allocated_peak_bytes=[r.allocated_bytes for r in shown])
+        extra = RankPayload(rank=steps, machine=self.load.figures(name),
+                            data_wait_s_per_step=([r.data_wait_s for r in shown] if shown and
+                                                  all(r.data_wait_s is not None for r in shown) else None))
+        # The step figures a caller gave (utterances_per_step, audio_s_per_step: RankPayload's fields)
+        extra = replace(extra, **{figure: [per_step[r.index] for r in shown if r.index < len(per_step)]
+                                  for figure, per_step in self.step_figures.items()})
         items = self.items.get(name, {})
-        if shown and "utterances_per_step" not in extra and all(r.index in items for r in shown):
-            extra["utterances_per_step"] = [float(items[r.index]) for r in shown]
+        if shown and extra.utterances_per_step is None and all(r.index in items for r in shown):
+            extra = replace(extra, utterances_per_step=[float(items[r.index]) for r in shown])
         audio = self.audio_s.get(name, {})
-        if shown and "audio_s_per_step" not in extra and all(r.index in audio for r in shown):
-            extra["audio_s_per_step"] = [audio[r.index] for r in shown]
+        if shown and extra.audio_s_per_step is None and all(r.index in audio for r in shown):
+            extra = replace(extra, audio_s_per_step=[audio[r.index] for r in shown])
         cell = {"model": record_key(self.key, name), "device": device, "threads": torch.get_num_threads(),
                 **self.cell}
         cell["params"] = {"world_size": self.world.world_size, **cell.get("params", {})}
@@ -218,7 +219,7 @@ class RankSection:
                                                                         if self.profiler is not None
                                                                         and self.profiler.has_schedule else None),
                                      "load_1min": load_average()},
-                           env=collect_env(), extra=extra)
+                           env=collect_env(), extra=extra.to_dict())
 
 
 def process_peak(device: str) -> Any:

@@ -33,6 +33,7 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from tqdm import tqdm
 
+from sbprof.record.payload import Payload
 from sbprof.base.errors import ConfigError, MeasurementError, SbprofError
 from sbprof.jobs.budget import Budget
 from sbprof.jobs.job import Job
@@ -216,7 +217,7 @@ class _Run:
 
     def _failed(self, batch: Batch, item: Item, message: str, setup: Dict[str, Any]) -> Measurement:
         if batch.adds_figures:  # the timing stands; only the added figures are missing
-            return self._record(batch, item, {"extra_error": message})
+            return self._record(batch, item, Payload(extra_error=message).to_dict())
         from sbprof.measuring.env import collect_env
 
         return Measurement(label=item.label, cell=item.cell, status="error", message=message,

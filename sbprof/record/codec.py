@@ -3,8 +3,9 @@
 :func:`to_json` turns a dataclass (nested dataclasses, lists, tuples, dicts,
 optionals, paths) into plain JSON values; :func:`from_json` rebuilds it from
 its type hints, so no class writes its own ``to_dict`` / ``from_dict``. A key
-the class does not know (a newer writer's) is dropped, a missing one takes
-its default; a value of the wrong kind is one :class:`ConfigError` naming
+the class does not know is dropped here (a record's payload is held to its
+declaration when a results file is read: :mod:`sbprof.analysis.payloads`),
+a missing one takes its default; a value of the wrong kind is one :class:`ConfigError` naming
 where it sits. Versions and migration of whole files stay with the record
 (:mod:`sbprof.record.migrate`): the codec reads today's shape only.
 :class:`Codec` gives a dataclass ``to_dict`` and ``from_dict`` from it.

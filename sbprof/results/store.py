@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 from sbprof.base.errors import ConfigError, SbprofError
 from sbprof.base.inputfiles import read_input_file
 from sbprof.record import Cell, Measurement
-from sbprof.record.results import Results, differences
+from sbprof.record.results import VERSION, Results, differences
 from sbprof.base.atomic import atomic_write
 from sbprof.results.files import DISK_FULL, SpaceReserve
 
@@ -62,6 +63,11 @@ def load_results(path: Union[str, Path], job: Optional[str] = None) -> Results:
         why = exc if isinstance(exc, ValueError) else "nested too deep"
         raise ConfigError(f"{path}: not a readable results file ({why}); move it away to start afresh") from None
     results = Results.from_dict(data, str(path))
+    from sbprof.analysis.payloads import check_payloads  # each job's payload classes: read only with a file
+
+    older = data.get("version", 1) if isinstance(data, dict) and data.get("version") != VERSION else None
+    for line in check_payloads(results, str(path), migrated_from=older):
+        print(f"sbprof: {path}: {line}", file=sys.stderr)
     if job is not None and results.job != job:
         raise ConfigError(f"{path} holds results of 'sbprof {results.job}', not of 'sbprof {job}': render it with "
                           f"'sbprof {results.job} --render-only', or give a folder of {job} results")

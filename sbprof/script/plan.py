@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterator, Optional, Tuple
 
+from sbprof.analysis.run import PeakFlops, RunPayload
 from sbprof.base.errors import ConfigError, MeasurementError
 from sbprof.jobs.plan import JobPlan, Records, Step, StoreView
 from sbprof.jobs.preamble import Preamble
@@ -213,8 +214,11 @@ class Plan(JobPlan):
             counts=Counts(flops=flops.get("total"), macs=flops.get("macs"), params=params.get("total"),
                           trainable_params=params.get("trainable")),
             settings={"kind": payload["kind"], "ended": describe(self.ended), "exit_code": self.ended.exit_code},
+            # The session's stage payload as sent (RunPayload's keys: a key it does not declare is refused when
+            # the file is read), every step's times beside the measured ones, and the device's peak.
             extra={**{k: v for k, v in payload.items() if k not in ("wall_s", "cpu_s", "device")},
-                   "all_wall_s": payload["wall_s"], "all_cpu_s": payload["cpu_s"], "peak_flops": peak},
+                   **RunPayload(all_wall_s=payload["wall_s"], all_cpu_s=payload["cpu_s"],
+                                peak_flops=None if peak is None else PeakFlops.from_dict(peak)).to_dict()},
             env=_env())
 
 

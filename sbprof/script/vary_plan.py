@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from sbprof.analysis.run import RunPayload
 from sbprof.jobs.plan import JobPlan, Records, Step, StoreView
 from sbprof.jobs.preamble import Preamble
 from sbprof.record import Cell, Measurement
@@ -250,7 +251,7 @@ class VaryPlan(JobPlan):
                                 env=collect_env())]
         values = [v if isinstance(v, (int, float)) and abs(v) <= MAX_LOSS else None  # NaN and inf fail both
                   for v in (json.loads(losses.read_text()) if losses.is_file() else [])]
-        return [replace(m, extra={**m.extra, "losses": values}) for m in records]
+        return [replace(m, extra={**m.extra, **RunPayload(losses=values).to_dict()}) for m in records]
 
     def _read(self, path: Path, params: Dict[str, Any], round_index: int) -> List[Measurement]:
         if not path.is_file():

@@ -25,10 +25,12 @@ from __future__ import annotations
 import math
 import sys
 import time
+from dataclasses import replace
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
+from sbprof.analysis.stream_payload import ProbeRecord, StreamPayload
 from sbprof.analysis.stream_criterion import capacity_estimate, capacity_range, within_target
 from sbprof.models.audio import load_example, make_batch
 from sbprof.measuring.env import collect_env, load_average
@@ -163,15 +165,12 @@ class StreamWorker(CellWorker):
         cell = Cell.from_dict(item["cell"])
         kind = cell.params["kind"]
         if kind == "offline":
-            m = self.offline(cell, item)
+            m, extra = self.offline(cell, item), StreamPayload()
         elif kind == "latency":
-            m = self.latency(cell, item)
+            m, extra = self.latency(cell, item)
         else:
-            m = self.search(cell, item)
-        load = load_average()
-        if load is not None:
-            m.extra["loadavg_1m"] = load
-        m.extra["cuda_initialized"] = torch.cuda.is_initialized()
+            m, extra = self.search(cell, item)
+        m.extra = replace(extra, loadavg_1m=load_average(), cuda_initialized=torch.cuda.is_initialized()).to_dict()
         return m.to_dict()
 
     # -- the chunk loop ---------------------------------------------------------------------------------------------
@@ -253,7 +252,7 @@ class StreamWorker(CellWorker):
     def settings(self, item: Dict[str, Any], **more: Any) -> Dict[str, Any]:
         return dict(item.get("settings", {}), sample_rate=self.rate, utterance_samples=int(self.wav.shape[0]), **more)
 
-    def latency(self, cell: Cell, item: Dict[str, Any]) -> Measurement:
+    def latency(self, cell: Cell, item: Dict[str, Any]) -> Tuple[Measurement, StreamPayload]:
         p = cell.params
         cuda = self.device.startswith("cuda")
         tracker = CudaPeak(self.device) if cuda else CpuPeak()
@@ -266,20 +265,17 @@ class StreamWorker(CellWorker):
         memory = (MemoryPeak(peak_cuda_bytes=peak[0], peak_cuda_delta_bytes=peak[1], peak_cuda_reserved_bytes=peak[2])
                   if cuda else MemoryPeak(peak_rss_bytes=peak[0], peak_rss_delta_bytes=peak[1],
                                           rss_method=tracker.method, heap_trim=tracker.heap_trim))
-        return Measurement(
-            label=item["label"], cell=cell, warmup=self.cfg.preamble.warmup, wall_s=served.compute_s,
-            audio_seconds=len(set(served.stream)) * self.wav.shape[0] / self.rate, memory=memory,
-            settings=self.settings(item), env=collect_env(),
-            extra={"chunks": served.columns(), "chunk_samples": samples, "sample_rate": self.rate,
-                   "flush_chunks": flush, "right_context_samples": right_context_samples(self.asr),
-                   "unserved_chunks": served.unserved, "max_backlog_s": self.cfg.streaming.max_backlog_s,
-                   "traffic": self.cfg.streaming.traffic, "speech_onset_s": self.onset_s,
-                   "state_bytes": {str(k): v for k, v in served.state_bytes.items()},
-                   "state_view_bytes": {str(k): v for k, v in served.state_view_bytes.items()},
-                   "core_wait_s": served.core_wait_s,
-                   "reference_ends_s": (None if self.cfg.streaming.alignment is None
-                                        else list(self.cfg.streaming.alignment)),
-                   "transcript": served.texts.get(0, "")})
+        m = Measurement(label=item["label"], cell=cell, warmup=self.cfg.preamble.warmup, wall_s=served.compute_s,
+                        audio_seconds=len(set(served.stream)) * self.wav.shape[0] / self.rate, memory=memory,
+                        settings=self.settings(item), env=collect_env())
+        return m, StreamPayload(
+            chunks=served.columns(), chunk_samples=samples, sample_rate=self.rate, flush_chunks=flush,
+            right_context_samples=right_context_samples(self.asr), unserved_chunks=served.unserved,
+            max_backlog_s=self.cfg.streaming.max_backlog_s, traffic=self.cfg.streaming.traffic,
+            speech_onset_s=self.onset_s, state_bytes={str(k): v for k, v in served.state_bytes.items()},
+            state_view_bytes={str(k): v for k, v in served.state_view_bytes.items()}, core_wait_s=served.core_wait_s,
+            reference_ends_s=(None if self.cfg.streaming.alignment is None else list(self.cfg.streaming.alignment)),
+            transcript=served.texts.get(0, ""))
 
     def offline(self, cell: Cell, item: Dict[str, Any]) -> Measurement:
         from speechbrain.utils.dynamic_chunk_training import DynChunkTrainConfig
@@ -315,13 +311,13 @@ class StreamWorker(CellWorker):
             tracker.start()  # hands freed memory back first: each probe's peak starts from the same floor
         served, _, _ = self.session(p["chunk_size"], p["left_context_chunks"], streams, 1)
         peak = tracker.stop() if tracker is not None else (None, None)
-        return served, {"streams": streams, "unserved_chunks": served.unserved, "chunks": served.columns(),
-                        "peak_bytes": peak[0], "peak_delta_bytes": peak[1], "core_wait_s": served.core_wait_s}
+        return served, ProbeRecord(streams=streams, unserved_chunks=served.unserved, chunks=served.columns(),
+                                   peak_bytes=peak[0], peak_delta_bytes=peak[1], core_wait_s=served.core_wait_s)
 
-    def search(self, cell: Cell, item: Dict[str, Any]) -> Measurement:
+    def search(self, cell: Cell, item: Dict[str, Any]) -> Tuple[Measurement, StreamPayload]:
         p = cell.params
         outcomes: Dict[int, List[bool]] = {}
-        probes: List[Dict[str, Any]] = []
+        probes: List[ProbeRecord] = []
         estimate: Optional[int] = None
         samples = chunk_samples(self.asr, p["chunk_size"])
         target_s = p["p99_delay_ms"] / 1e3 if p.get("p99_delay_ms") else samples / self.rate
@@ -334,21 +330,21 @@ class StreamWorker(CellWorker):
             if n is None:
                 break
             served, record = self.probe(p, n)
-            outcomes.setdefault(n, []).append(within_target(record["chunks"], target_s, served.unserved).passed)
-            estimate = capacity_estimate(record["chunks"], n)
+            outcomes.setdefault(n, []).append(within_target(record.chunks, target_s, served.unserved).passed)
+            estimate = capacity_estimate(record.chunks, n)
             probes.append(record)
             key = f"{n}:{len(outcomes[n]) - 1}:"  # count, its probe, session
             states.update({key + str(k): v for k, v in served.state_bytes.items()})
             views.update({key + str(k): v for k, v in served.state_view_bytes.items()})
         found = capacity_range(outcomes)[0]
-        best = next(pr for pr in probes if pr["streams"] == (found or 1))
-        cols = best["chunks"]
-        return Measurement(label=item["label"], cell=cell, warmup=self.cfg.preamble.warmup,
-                           wall_s=[e - s for s, e in zip(cols["start_s"], cols["end_s"])],
-                           settings=self.settings(item), env=collect_env(),
-                           extra={"probes": probes, "capacity": found, "chunk_samples": samples,
-                                  "sample_rate": self.rate, "target_s": target_s, "state_bytes": states,
-                                  "state_view_bytes": views, "traffic": self.cfg.streaming.traffic})
+        best = next(pr for pr in probes if pr.streams == (found or 1))
+        cols = best.chunks
+        m = Measurement(label=item["label"], cell=cell, warmup=self.cfg.preamble.warmup,
+                        wall_s=[e - s for s, e in zip(cols["start_s"], cols["end_s"])],
+                        settings=self.settings(item), env=collect_env())
+        return m, StreamPayload(probes=probes, capacity=found, chunk_samples=samples, sample_rate=self.rate,
+                                target_s=target_s, state_bytes=states, state_view_bytes=views,
+                                traffic=self.cfg.streaming.traffic)
 
     def release(self) -> None:
         release_memory(self.device)

@@ -30,6 +30,7 @@ from typing import Any, Dict, Optional
 
 import torch
 
+from sbprof.analysis.cell_payload import CellPayload
 from sbprof.models.audio import load_example
 from sbprof.measuring.device_split import measure_device_split
 from sbprof.measuring.env import OthersCpu, collect_env, load_average
@@ -95,37 +96,29 @@ class SweepWorker(CellWorker):
             m = measure(call, warmup=self.warmup, repeats=self.measured, min_time_s=MEASURED_MIN_S,
                         max_repeats=max(self.measured, MEASURED_MAX), device=self.device, num_threads=self.job["threads"], label=item["label"])
         m.cell, m.settings, m.audio_seconds = cell, settings, seconds
-        if others.cpu_s is not None:
-            m.extra.update(others_cpu_s=others.cpu_s, window_s=others.wall_s)
-        if item.get("position"):
-            m.extra["reference"] = item["position"]
-        if warmed_up is not None:
-            m.extra["process_warmup_calls"] = warmed_up
-        load = load_average()
-        if load is not None:
-            m.extra["loadavg_1m"] = load
-        # Kept so a CPU setting on a GPU machine can show it never paid for a CUDA context.
-        m.extra["cuda_initialized"] = torch.cuda.is_initialized()
-        m.extra["device_memory_bytes"] = self.memory_bytes
+        # cuda_initialized: kept so a CPU setting on a GPU machine can show it never paid for a CUDA context.
+        m.extra = CellPayload(others_cpu_s=others.cpu_s, window_s=others.wall_s if others.cpu_s is not None else None,
+                              reference=item.get("position") or None, process_warmup_calls=warmed_up,
+                              loadavg_1m=load_average(), cuda_initialized=torch.cuda.is_initialized(),
+                              device_memory_bytes=self.memory_bytes).to_dict()
         return m.to_dict()
 
     def profile(self, cell: Cell, call: Any) -> Dict[str, Any]:
         """The profiled figures of one cell (device split on CUDA, trace file), added to its record."""
-        extra: Dict[str, Any] = {}
         call()  # one warm-up, as the timed batches had
-        if self.device.startswith("cuda"):
-            extra["device_split"] = measure_device_split(call).to_dict()
+        split = measure_device_split(call).to_dict() if self.device.startswith("cuda") else None
         trace_dir: Optional[str] = self.job.get("trace_dir")
+        trace = None
         if trace_dir is not None:
             name = f"{cell.audio_s:g}s_b{cell.batch_size}"  # the folder names the setting
-            trace = profile_to_trace(call, self.device, Path(trace_dir), name)
             # Relative to the output folder, so the folder can be moved whole.
-            extra["trace"] = os.path.relpath(trace, self.config.preamble.output_folder)
-        return extra
+            trace = os.path.relpath(profile_to_trace(call, self.device, Path(trace_dir), name),
+                                    self.config.preamble.output_folder)
+        return CellPayload(device_split=split, trace=trace).to_dict()
 
     def failed(self, item: Dict[str, Any], exc: BaseException) -> Dict[str, Any]:
         if self.job["mode"] == "profile":  # the timing stands; only the profiled figures are missing
-            return {"extra_error": one_line(exc)}
+            return CellPayload(extra_error=one_line(exc)).to_dict()
         return super().failed(item, exc)
 
     def release(self) -> None:

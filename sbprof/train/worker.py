@@ -24,15 +24,18 @@ import functools
 import os
 import sys
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, List
 
 import torch
 
+from sbprof.analysis.train import FlopsPayload, TrainPayload
 from sbprof.measuring.env import collect_env
 from sbprof.measuring.memory import release_memory
 from sbprof.record import Cell, Counts, MemoryPeak, Measurement
 from sbprof.record.cell import setting_name
+from sbprof.record.params import ParamCount
 from sbprof.train.config import TrainConfig
 from sbprof.train.data import MockBatches, mock_batches
 from sbprof.train.models import build_modules
@@ -94,7 +97,7 @@ def step_flops(brain: Any, batch: Any) -> Any:
     return counter.result(backward=True)
 
 
-def flops_extra(counts: List[Any], order: List[int], labels: List[str]) -> Dict[str, Any]:
+def flops_extra(counts: List[Any], order: List[int], labels: List[str]) -> FlopsPayload:
     """Per measured step FLOPs/MACs, per selected module (mean per step), untracked operators."""
     per_step = [counts[i].total_flops for i in order]
     modules: Dict[str, List[float]] = {}
@@ -110,10 +113,9 @@ def flops_extra(counts: List[Any], order: List[int], labels: List[str]) -> Dict[
     for i in order:
         for precision, macs in counts[i].macs_by_precision.items():
             by_precision[precision] = by_precision.get(precision, 0) + macs
-    return {"per_step": per_step, "macs_per_step": [counts[i].total_macs for i in order],
-            "macs_by_precision": by_precision,
-            "forward_per_step": [counts[i].flops for i in order], "modules": modules, "untracked": untracked,
-            "conventions": counts[0].conventions}
+    return FlopsPayload(per_step=per_step, macs_per_step=[counts[i].total_macs for i in order],
+                        macs_by_precision=by_precision, forward_per_step=[counts[i].flops for i in order],
+                        modules=modules, untracked=untracked, conventions=counts[0].conventions)
 
 
 def params_extra(modules: torch.nn.Module, labels: List[str]) -> Dict[str, Any]:
@@ -159,32 +161,32 @@ def measure_variant(cfg: TrainConfig, cell: Cell, modules: Dict[str, torch.nn.Mo
     if cfg.profiling.memory:
         attribution.measure_memory(lambda: _plain_step(brain, data.batches[longest]))
     breakdown = attribution.breakdown("train", skip_first=warmup)
-    extra: Dict[str, Any] = {
-        "audio_s_per_step": [data.audio_s[i] for i in measured], "tokens_per_step": [data.tokens[i] for i in measured],
-        "batch_of_step": measured, "memory_step_batch": longest, "modules": breakdown.to_dict(),
-        "precision": cfg.precision, "loss_per_step": losses,
-        "params": params_extra(brain.modules, [r.label for r in breakdown.rows]),
-        "loadavg_1m": os.getloadavg()[0]}
-    counts = Counts(params=extra["params"]["total"], trainable_params=extra["params"]["trainable"])
+    params = ParamCount.from_dict(params_extra(brain.modules, [r.label for r in breakdown.rows]))
+    extra = TrainPayload(
+        audio_s_per_step=[data.audio_s[i] for i in measured], tokens_per_step=[data.tokens[i] for i in measured],
+        batch_of_step=measured, memory_step_batch=longest, modules=breakdown, precision=cfg.precision,
+        loss_per_step=losses, params=params, loadavg_1m=os.getloadavg()[0])
+    counts = Counts(params=params.total, trainable_params=params.trainable)
     if cfg.profiling.flops:
         per_batch = [step_flops(brain, batch) for batch in data.batches]
-        extra["flops"] = flops_extra(per_batch, measured, [r.label for r in breakdown.rows])
-        counts.flops = sum(extra["flops"]["per_step"]) / len(measured)
-        counts.macs = sum(extra["flops"]["macs_per_step"]) / len(measured)
+        flops = flops_extra(per_batch, measured, [r.label for r in breakdown.rows])
+        extra = replace(extra, flops=flops)
+        counts.flops = sum(flops.per_step) / len(measured)
+        counts.macs = sum(flops.macs_per_step) / len(measured)
     if cfg.profiling.export_trace:
         trace_dir = folder / TRACE_DIR / f"{variant}-{setting_name(cell.device, cell.threads)}"
         brain = profile(brain, modules=cfg.profiling.modules, on_trace_ready=export(dir_name=str(trace_dir),
                                                                                      worker_name=variant))
         brain.fit(range(1), DataLoader(data.batches[:cfg.profiling.trace_steps], batch_size=None))
-        extra["trace_files"] = sorted(str(p) for p in trace_dir.glob("*.json*"))
-        extra["modules_detailed"] = brain.profiler.modules.breakdown("train").to_dict()
+        extra = replace(extra, trace_files=sorted(str(p) for p in trace_dir.glob("*.json*")),
+                        modules_detailed=brain.profiler.modules.breakdown("train"))
     cuda = breakdown.cuda_step_ms_samples
     return Measurement(
         label=f"train:{variant}", cell=cell, warmup=warmup, wall_s=timing.wall_s[warmup:],
         cpu_s=timing.cpu_s[warmup:], cuda_s=[ms / 1e3 for ms in cuda] if cuda else None, memory=memory,
         counts=counts, settings={"brain": type(brain).__name__, "optimizer": "Adam", "modules_mode": breakdown.mode,
                                  "learning_rate": cfg.learning_rate, "precision": cfg.precision},
-        env=collect_env(), extra=extra)
+        env=collect_env(), extra=extra.to_dict())
 
 
 class TrainWorker(CellWorker):

@@ -20,6 +20,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from sbprof.analysis.distributed import RankPayload, RankSteps
+from sbprof.analysis.train import LaunchPayload
 from sbprof.record import Cell, Measurement
 from sbprof.workers.cells import CellWorker, serve_cells
 
@@ -51,7 +53,7 @@ def rank_record(cell: Cell, path: Path, section: str) -> Tuple[Measurement, Opti
     seen = "no step of it ended" if last is None else f"its last step to end was step {last + 1}, counting from 1"
     message = f"rank {cell.rank} has no figures: {why}; {seen}"
     return Measurement(label=label, cell=cell, status="error", message=message, env=collect_env(),
-                       extra={"rank": {"last_step": last, "section": section}}), why
+                       extra=RankPayload(rank=RankSteps(last_step=last, section=section)).to_dict()), why
 
 
 class WorldWorker(CellWorker):
@@ -107,8 +109,8 @@ class WorldWorker(CellWorker):
             status="error" if incomplete else "ok",
             message=f"incomplete ({ended}): " + "; ".join(missing) if incomplete else "", wall_s=[launch.wall_s],
             env=collect_env(), settings={"torchrun": " ".join(launch.command)},
-            extra={"run_id": run_id, "run_folder": str(out / RANKS_DIR / run_id), "exit_code": launch.exit_code,
-                   "timed_out": launch.timed_out}).to_dict()
+            extra=LaunchPayload(run_id=run_id, run_folder=str(out / RANKS_DIR / run_id), exit_code=launch.exit_code,
+                                timed_out=launch.timed_out).to_dict()).to_dict()
         return out_records
 
 

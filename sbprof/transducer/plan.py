@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
+from sbprof.analysis.transducer import TransducerPayload
 from sbprof.jobs.plan import Batch as WorkerBatch
 from sbprof.jobs.plan import (Group, Item, JobPlan, Records, Step, StoreView, interleaved_passes, log_name,
                               needs_measuring, repeat_policy, worker_env)
@@ -151,8 +152,8 @@ class Plan(JobPlan):
     def not_installed(self, cell: Cell, backend: str, reason: str) -> Measurement:
         return Measurement(label=backend, cell=cell, status="skipped", message=f"not installed: {reason}",
                            warmup=self.pre.warmup, settings=self.settings(backend),
-                           extra={"not_installed": True, "retryable": True,
-                                  "install_hint": get_backend(backend).install_hint})
+                           extra=TransducerPayload(not_installed=True, retryable=True,
+                                                   install_hint=get_backend(backend).install_hint).to_dict())
 
     def steps(self, view: StoreView) -> Iterator[Step]:
         missing: List[Measurement] = []

@@ -28,11 +28,13 @@ from __future__ import annotations
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
+from sbprof.analysis.transducer import Agreement, Padding, SearchPayload, TransducerPayload
 from sbprof.measuring.env import collect_env
 from sbprof.base.errors import ConfigError, failure_status
 from sbprof.measuring.memory import CpuPeak, CudaPeak, release_heap
@@ -180,11 +182,11 @@ class TransducerWorker(CellWorker):
         available, self.unavailable = self.backend.available()
         self.env = collect_env()
         self.runtime = {"python": sys.version.split()[0], "torch": torch.__version__}
-        self.extra = {"executable": sys.executable, "worker_threads": torch.get_num_threads(),
-                      "install_hint": self.backend.install_hint}
+        self.extra = TransducerPayload(executable=sys.executable, worker_threads=torch.get_num_threads(),
+                                       install_hint=self.backend.install_hint)
         self.agreement: Optional[Dict[str, Any]] = None
         if not available:
-            return {"available": False, "reason": self.unavailable, **self.runtime, "extra": self.extra}
+            return {"available": False, "reason": self.unavailable, **self.runtime, "extra": self.extra.to_dict()}
         self.unsupported = self.backend.unsupported_reason(self.device)
         if self.device.split(":")[0] in self.backend.check_devices:
             try:
@@ -194,12 +196,17 @@ class TransducerWorker(CellWorker):
                 self.agreement = {"ok": False, "message": one_line(exc)}
         self.stepper = Stepper(self.backend, self.device, job["vocab_size"], job["joiner_dim"], job["blank"],
                                job["seed"])
-        return {"available": True, **self.runtime, "extra": {**self.extra, "agreement": self.agreement}}
+        return {"available": True, **self.runtime, "extra": self.payload().to_dict()}
+
+    def payload(self, **extra: Any) -> TransducerPayload:
+        """The record's ``extra``: the worker's, its backend's check against the reference, and ``extra``."""
+        agreement = None if self.agreement is None else Agreement.from_dict(self.agreement)
+        return replace(self.extra, agreement=agreement, **extra)
 
     def record(self, item: Dict[str, Any], status: str = "ok", message: str = "", **extra: Any) -> Measurement:
         return Measurement(label=self.backend.name, cell=Cell.from_dict(item["cell"]), status=status, message=message,
                            warmup=item.get("unmeasured", 0), settings={**item["settings"], **self.runtime},
-                           env=self.env, extra={**self.extra, "agreement": self.agreement, **extra})
+                           env=self.env, extra=self.payload(**extra).to_dict())
 
     def measure(self, item: Dict[str, Any]) -> Dict[str, Any]:
         if self.unavailable:
@@ -210,10 +217,11 @@ class TransducerWorker(CellWorker):
             return self.record(item, "skipped", self.unsupported).to_dict()
         load = {"loadavg_1m": os.getloadavg()[0] if hasattr(os, "getloadavg") else None}
         if item["kind"] == "search":
-            return self.record(item, search=run_search(self.stepper, item), **load).to_dict()
+            return self.record(item, search=SearchPayload.from_dict(run_search(self.stepper, item)), **load).to_dict()
         steps = [[tuple(s) for s in batch] for batch in item["steps"]]
         found = self.stepper.measure(steps, item["unmeasured"], item.get("trace_path"))
-        extra: Dict[str, Any] = {"padding": item["padding"], "step_shapes": item["step_shapes"], **load}
+        extra: Dict[str, Any] = {"padding": Padding.from_dict(item["padding"]), "step_shapes": item["step_shapes"],
+                                 **load}
         if found.get("trace"):
             # Relative to the output folder, so the folder can be moved whole.
             extra["trace"] = os.path.relpath(found["trace"], self.job["output_folder"])

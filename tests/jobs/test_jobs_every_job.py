@@ -2,6 +2,7 @@
 and the shared keys meaning the same with the same wording everywhere."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -16,6 +17,7 @@ import torch
 from helpers.fake_interfaces import use_test_environment
 from helpers.job_configs import COUNT_JOBS, SCRIPT_JOBS, YAML_JOBS, argv_of, expected_records
 from helpers.paths import ROOT, TESTS
+from sbprof.analysis.payloads import PAYLOADS, check_payloads
 from sbprof.cli import main
 from sbprof.base.errors import ConfigError
 from sbprof.registry import JOBS, get_job
@@ -114,6 +116,32 @@ def test_render_only_reproduces_the_report_byte_for_byte_and_refuses_another_job
                    f"render it with 'sbprof {job} --render-only', or give a folder of {other} results")
 
 
+def assert_a_misspelt_payload_key_is_refused(job: str, out: Path, copy: Path, capsys) -> None:
+    """The file ``job`` wrote loads strictly; the same file with one payload key misspelt (its last letter dropped)
+    is one line naming the payload class, the key, the field it should be and the file, and exit code 2."""
+    assert check_payloads(load_results(out), str(out)) == []  # every key the job's workers wrote is declared
+    data = json.loads((out / RESULTS_FILE).read_text())
+    record = next(r for r in data["records"] if r.get("extra"))
+    key = next(iter(record["extra"]))
+    bad = key[:-1]
+    record["extra"] = {(bad if k == key else k): v for k, v in record["extra"].items()}
+    copy.mkdir()
+    (copy / RESULTS_FILE).write_text(json.dumps(data))
+    capsys.readouterr()
+    assert main([job, "--render-only", str(copy)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    owner = next(cls.__name__ for cls in PAYLOADS[job] if key in {f.name for f in dataclasses.fields(cls)})
+    assert err == [f"sbprof: error: {copy / RESULTS_FILE}: record {record['label']!r}: extra: unknown key {bad!r} of "
+                   f"{owner} (did you mean {owner}.{key}?)"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("job", MULTI_CELL)
+def test_the_file_a_job_wrote_loads_strictly_and_a_misspelt_payload_key_is_refused(job, killed_and_resumed,
+                                                                                   tmp_path, capsys):
+    assert_a_misspelt_payload_key_is_refused(job, killed_and_resumed(job)[0], tmp_path / "misspelt", capsys)
+
+
 def assert_summary_is_the_reports(job: str, out: Path) -> None:
     """results.json's summary block is the one the saved records' analysis gives, the analysis whose rendering
     --render-only then reproduces byte for byte: its figures are the report's."""
@@ -130,6 +158,7 @@ def test_count_jobs_are_records_that_render_again(job, tmp_path, capsys):
     assert_summary_is_the_reports(job, out)
     (out / "report.md").unlink()
     assert main([job, "--render-only", str(out)]) == 0 and (out / "report.md").read_bytes() == report
+    assert_a_misspelt_payload_key_is_refused(job, out, tmp_path / "misspelt", capsys)
     capsys.readouterr()
     assert main([job, *argv_of(job, tmp_path, out)]) == 0  # a rerun keeps the record
     assert "measured 0 model(s) (0 failed), 1 already done" in capsys.readouterr().out

@@ -53,3 +53,21 @@ def test_a_file_saved_before_the_codec_renders_again(path, tmp_path, capsys):
     assert main([path.stem, "--render-only", str(folder)]) == 0
     assert (folder / "report.md").read_text().strip()
     assert (folder / "results.json").read_text() == path.read_text()  # rendering never rewrites the data
+
+
+@pytest.mark.parametrize("path", OLDER, ids=lambda p: p.stem)
+def test_an_older_format_renders_byte_identical_to_its_migrated_save(path, tmp_path, capsys):
+    """What the migration keeps is all the reports read: the file as kept and its save in today's format (read
+    strictly: no key the migration kept is unknown) render the same bytes."""
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir()
+    new.mkdir()
+    shutil.copy(path, old / "results.json")
+    saved = Results.from_dict(json.loads(path.read_text()), path.name)
+    (new / "results.json").write_text(json.dumps(saved.to_dict(), indent=1))
+    assert main([saved.job, "--render-only", str(old)]) == 0
+    assert main([saved.job, "--render-only", str(new)]) == 0
+    rendered = sorted(str(p.relative_to(old)) for p in old.rglob("*") if p.is_file() and p.name != "results.json")
+    assert "report.md" in rendered
+    assert rendered == sorted(str(p.relative_to(new)) for p in new.rglob("*") if p.is_file() and p.name != "results.json")
+    assert all((old / name).read_bytes() == (new / name).read_bytes() for name in rendered)

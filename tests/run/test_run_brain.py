@@ -1,6 +1,7 @@
 """sbprof run on a SpeechBrain recipe written for these tests (tests/run/recipes/brain): fit then evaluate."""
 from __future__ import annotations
 
+import json
 
 import pytest
 
@@ -66,6 +67,21 @@ def test_render_only_rewrites_the_same_report(tmp_path):
     assert (out / "report.md").read_text() == first
     assert BRAIN.is_dir()
 
+
+
+def test_a_misspelt_payload_key_in_a_runs_file_is_one_line_naming_it_and_exit_2(tmp_path):
+    out = tmp_path / "report"
+    assert sbprof_run(["--measured", "2", "--output_folder", str(out), *brain_args(tmp_path / "r")],
+                      cwd=tmp_path).returncode == 0
+    data = json.loads((out / "results.json").read_text())
+    record = data["records"][0]
+    record["extra"] = {("role" if k == "roles" else k): v for k, v in record["extra"].items()}
+    (out / "results.json").write_text(json.dumps(data))
+    again = sbprof_run(["--render-only", str(out)], cwd=tmp_path)
+    assert again.returncode == 2
+    assert again.stderr.strip().splitlines() == [
+        f"sbprof: error: {out / 'results.json'}: record {record['label']!r}: extra: unknown key 'role' of RunPayload "
+        "(did you mean RunPayload.roles?)"]
 
 HPARAMS_RUN_OPTION = """
 import sys, torch, speechbrain as sb
