@@ -155,6 +155,7 @@ class Figure:
     name: str
     over_runs: RunInterval
     ratio: Optional[Verdict] = None
+    no_ratio: Optional[str] = None  # why a variant's figure has no ratio (too few runs, a zero, none in the base)
 
     @property
     def no_change(self) -> bool:
@@ -221,9 +222,15 @@ def _variant(name: str, changes: List[Tuple[str, Any]], records: List[Measuremen
         figure = Figure(key, interval_over_runs(values, CONFIDENCE))
         base = base_runs.get(key, [])
         level = ratio_level(min(len(base), len(values)))
-        if level is not None and min(base) > 0 and min(values) > 0:
+        if not base:
+            figure.no_ratio = "the base has no such figure" if base_runs else None  # {}: this is the base
+        elif level is None:
+            figure.no_ratio = f"{min(len(base), len(values))} run(s) a side: an interval needs 3"
+        elif min(base) > 0 and min(values) > 0:
             figure.ratio = compare_runs([[b] for b in base], [[v] for v in values], threshold=0.0,
                                         confidence=level, lower_is_better=lower_is_better)
+        else:
+            figure.no_ratio = "a run read zero"
         result.figures[key] = figure
     losses = next((run_payload(m).losses for m in sorted(mine, key=lambda m: m.cell.run)
                    if m.ok and run_payload(m).losses), None)

@@ -18,7 +18,7 @@ NOT_COMPARED = "loss not compared (its own arguments give it other batches)"
 
 def _ratio(f: Optional[Figure]) -> str:
     if f is None or f.ratio is None:
-        return ""
+        return f"n/a ({f.no_ratio})" if f is not None and f.no_ratio else ""
     r = f.ratio
     text = f"{r.ratio:.2f}x [{r.low:.2f}, {r.high:.2f}]"
     return f"{text}: {NO_CHANGE}" if f.no_change else text

@@ -65,3 +65,16 @@ def test_a_loss_that_fell_a_thousandfold_is_not_judged_by_its_last_digits_a_real
     assert loss_change(ASR_CTC_FP32, ASR_CTC_BF16) == pytest.approx((12.3776 - 7.41836) / 16.6584, rel=1e-6)
     step_by_step = max(abs(v - b) / b for b, v in zip(SPEAKER_ID_1_THREAD, SPEAKER_ID_2_THREADS))
     assert step_by_step > 0.14  # what a comparison with each step's own loss read: flagged at any tolerance < 14 %
+
+
+def test_two_runs_a_side_give_no_ratio_and_the_report_says_why():
+    from sbprof.report.vary import render_vary
+
+    variants = [{"name": n, "args": a, "changes": [["args", " ".join(a)]]} for n, (a, _, _) in VARIANTS.items()]
+    records = [_record(n, r, losses, step) for n, (_, losses, step) in VARIANTS.items() for r in range(2)]
+    report = analyse(Results(job="vary", rules={"variants": variants, "loss_tolerance": 0.02, "rounds": 2},
+                             records=records))
+    figure = next(v for v in report.variants if v.name == "--ignored 1").figures["audio_per_s"]
+    assert figure.ratio is None and figure.no_ratio == "2 run(s) a side: an interval needs 3"
+    assert report.variants[0].figures["audio_per_s"].no_ratio is None  # the base has no ratio to explain
+    assert "n/a (2 run(s) a side: an interval needs 3)" in render_vary(report) and report.winner is None
