@@ -32,7 +32,8 @@ def parser(prog: str) -> ArgumentParser:
                               "each speechbrain Brain batch (stages train/valid/test), each torch.optim optimiser "
                               "step of a plain loop, each speechbrain.inference batch or file call. Compare variants "
                               "(docs/run.md): --vary \"num_workers: [0, 2]\" [--vary ...] [--vary-one-at-a-time] "
-                              "[--rounds 4] [--loss-tolerance 0.02] [--time-budget S] SCRIPT.py")
+                              "[--rounds 4] [--max-rounds 8] [--precision 0.10] [--loss-tolerance 0.02] "
+                              "[--time-budget S] SCRIPT.py, or --try suggested SCRIPT.py")
     p.add_argument("-m", dest="module", metavar="MODULE", help="run a module as a script (as python -m)")
     p.add_argument("--warmup", type=int,
                    help=f"steps per stage left out of the figures (default {DEFAULTS['warmup']})")
