@@ -109,7 +109,8 @@ def ray_batch(spec: Dict[str, Any]) -> Iterator[Dict[str, Any]]:
     """A Ray task's body (a streaming generator): the batch's events, each yielded as it is made.
 
     The worker log is written on the node (the driver's folder may not exist there) and its end is sent back
-    last, as a ``log`` event.
+    as a ``log`` event after the batch's last record and before its ``end``: the driver stops following a batch
+    at its end, and a log sent after it was lost whenever the end came in the same poll (a race CI met).
     """
     events: "queue.Queue[Dict[str, Any]]" = queue.Queue()
     with tempfile.TemporaryDirectory(prefix="sbprof-ray-") as tmp:
@@ -125,10 +126,14 @@ def ray_batch(spec: Dict[str, Any]) -> Iterator[Dict[str, Any]]:
                 events.put({"event": "_done"})
 
         threading.Thread(target=work, name="sbprof-batch", daemon=True).start()
+        end = None
         while True:
             event = events.get()
             if event["event"] == "_done":
                 break
+            if event["event"] == "end":  # held back until the log is sent
+                end = event
+                continue
             if event["event"] == "node":  # which Ray node (several may share a host name)
                 import ray
 
@@ -136,3 +141,5 @@ def ray_batch(spec: Dict[str, Any]) -> Iterator[Dict[str, Any]]:
             yield event
         text = log_path.read_bytes()[-LOG_BYTES:].decode(errors="replace") if log_path.exists() else ""
         yield {"event": "log", "text": text}
+        if end is not None:
+            yield end
