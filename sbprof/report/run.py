@@ -111,9 +111,7 @@ def summary_table(s: StageFigures) -> str:
              ["share of the device's peak", "n/a" + (" (no FLOPs)" if s.flops_per_step is None else
                                                      f" ({s.peak_source})" if s.peak_source else
                                                      " (no peak: see the notes)")
-              if s.share_of_peak is None else f"{sig3(100 * s.share_of_peak)}% (peak {s.peak_source}"
-              + ("; above the probed peak: the probe reads this device low, delete its cache to probe again)"
-                 if s.share_of_peak > 1 else ")")],
+              if s.share_of_peak is None else f"{sig3(100 * s.share_of_peak)}% (peak {s.peak_source})"],
              ["peak memory (memory step)", _memory(s)],
              ["per-module time", "below" if s.modules else _na(s, "modules")],
              ["trace (traced steps)", _trace(s)]]

@@ -1,16 +1,9 @@
 """The machine's peak FLOP/s at the precision the work ran in, and how close a counted, timed call comes to it.
 
 - CPU: measured, with a matrix-product probe (``torch.mm`` of two square
-  matrices of ``size``, in ``dtype``, with ``num_threads`` threads) and a
-  convolution probe (``conv1d`` of 512 channels, kernel 5, the shape of a
-  speech model's TDNN layer): the faster of the two, each the fastest of
-  ``repeats`` timed calls, so it is what this machine's BLAS or oneDNN
-  reaches on an ideal shape, not a datasheet figure. (With the product alone,
-  SpeechBrain's x-vector trained at 2.9x "the peak": oneDNN's convolutions
-  beat the BLAS product 2.5x on one core here.) Each call is timed by the
-  process's CPU time over its threads when that is below its wall time, so a
-  call another process preempted does not read slow (a probe beside a busy
-  machine read 22.6 GFLOP/s where the product reaches 58 on a free core).
+  matrices of ``size``, in ``dtype``, with ``num_threads`` threads): the
+  fastest of ``repeats`` timed calls, so it is what this machine's BLAS
+  reaches on an ideal shape, not a datasheet figure.
 - GPU: the vendor's datasheet figure for dense (non-sparse) work at that
   precision, looked up by device name (:data:`GPU_PEAKS_TFLOPS`). A GPU or
   a precision not in the table has no peak ("peak unknown"): a probe would
@@ -118,48 +111,23 @@ def achieved(flops: int, time_s: float, peak: Optional[Peak] = None) -> Achieved
     return Achieved(int(flops), float(time_s), rate, rate / peak.flops_per_s if peak else None, peak)
 
 
-def _fastest(call: Callable[[], Any], flops: float, repeats: int, num_threads: Optional[int]) -> Tuple[float, int]:
-    """FLOP/s of the fastest of ``repeats`` calls (each its CPU time over its threads when below its wall time:
-    see the module notes), and the threads it ran with."""
-    m = measure(call, warmup=2, repeats=repeats, num_threads=num_threads, track_memory=False)
-    cpu = m.cpu_s if len(m.cpu_s) == len(m.wall_s) else m.wall_s
-    times = [min(wall, used / m.cell.threads) if used > 0 else wall for wall, used in zip(m.wall_s, cpu)]
-    return flops / min(times), m.cell.threads
-
-
-def _probe(precision: str, size: int, repeats: int, num_threads: Optional[int],
-           kernels: Tuple[str, ...]) -> Tuple[float, str]:
-    """FLOP/s of the faster of ``kernels`` (``matmul``: ``size x size`` products; ``conv``: a 512-channel
-    ``conv1d``), each the fastest of ``repeats`` calls, and a line saying how."""
+def _probe(precision: str, size: int, repeats: int, num_threads: Optional[int]) -> Tuple[float, str]:
+    """FLOP/s of the fastest of ``repeats`` ``size x size`` products on the CPU, and a line saying how."""
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise ConfigError(f"size must be an integer >= 1, got {size!r}")
     dtype = _CPU_DTYPES[precision]
-    name = str(dtype).replace("torch.", "")
     g = torch.Generator(device="cpu").manual_seed(0)
-    rates: Dict[str, float] = {}
-    threads = num_threads
-    if "matmul" in kernels:
-        a = torch.randn(size, size, generator=g).to(dtype=dtype)
-        b = torch.randn(size, size, generator=g).to(dtype=dtype)
-        rate, threads = _fastest(lambda: torch.mm(a, b), 2 * size ** 3, repeats, num_threads)
-        rates[f"torch.mm {size}x{size} {name}"] = rate
-    if "conv" in kernels:
-        x = torch.randn(8, 512, 256, generator=g).to(dtype=dtype)
-        w = torch.randn(512, 512, 5, generator=g).to(dtype=dtype)
-        try:
-            rate, threads = _fastest(lambda: torch.nn.functional.conv1d(x, w), 2 * 8 * 512 * 512 * 5 * 252,
-                                     repeats, num_threads)
-            rates[f"conv1d 8x512x256 kernel 5 {name}"] = rate
-        except RuntimeError:  # a precision this CPU's convolutions lack: the product alone
-            pass
-    best = max(rates, key=rates.get)
-    said = " and ".join(f"{k} ({v / 1e9:.3g} GFLOP/s)" for k, v in rates.items())
-    return rates[best], f"fastest of {said}, {threads} threads, fastest of {repeats} calls each"
+    a = torch.randn(size, size, generator=g).to(dtype=dtype)
+    b = torch.randn(size, size, generator=g).to(dtype=dtype)
+    m = measure(lambda: torch.mm(a, b), warmup=2, repeats=repeats, num_threads=num_threads, track_memory=False)
+    detail = (f"torch.mm {size}x{size} {str(dtype).replace('torch.', '')}, {m.cell.threads} threads, "
+              f"fastest of {repeats} calls")
+    return 2 * size ** 3 / min(m.wall_s), detail
 
 
 def measure_cpu_peak(size: int = 1024, precision: str = "fp32", num_threads: Optional[int] = None,
-                     repeats: int = 10, kernels: Tuple[str, ...] = ("matmul", "conv")) -> Peak:
-    """The CPU's FLOP/s on a matrix product and a convolution, the faster, measured (see the module notes).
+                     repeats: int = 10) -> Peak:
+    """The CPU's matrix-product FLOP/s, measured (see the module notes).
 
     Arguments
     ---------
@@ -171,8 +139,6 @@ def measure_cpu_peak(size: int = 1024, precision: str = "fp32", num_threads: Opt
         Threads for the probe (default: torch's current setting).
     repeats : int
         Timed calls (after 2 warm-up calls).
-    kernels : tuple of str
-        ``matmul`` and/or ``conv``.
 
     Returns
     -------
@@ -180,16 +146,14 @@ def measure_cpu_peak(size: int = 1024, precision: str = "fp32", num_threads: Opt
 
     Example
     -------
-    >>> p = measure_cpu_peak(size=64, repeats=3, kernels=("matmul",))
+    >>> p = measure_cpu_peak(size=64, repeats=3)
     >>> (p.source, p.precision, p.flops_per_s > 0)
     ('matmul probe', 'fp32', True)
     """
     if precision not in _CPU_DTYPES:
         raise ConfigError(f"CPU precision must be one of fp32, bf16, fp16, got {precision!r}")
-    if not kernels or not set(kernels) <= {"matmul", "conv"}:
-        raise ConfigError(f"kernels must be matmul and/or conv, got {kernels!r}")
-    rate, detail = _probe(precision, size, repeats, num_threads, kernels)
-    return Peak(rate, "cpu", precision, " and ".join(k for k in ("matmul", "conv") if k in kernels) + " probe", detail)
+    rate, detail = _probe(precision, size, repeats, num_threads)
+    return Peak(rate, "cpu", precision, "matmul probe", detail)
 
 
 def work_precision(dtype: Any, device_type: str, tf32_allowed: bool) -> str:
@@ -308,9 +272,7 @@ def cached_cpu_peak(num_threads: int, log: Optional[Callable[[str], None]] = Non
             cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
     except OSError:
         pass
-    # "probe 2": the product and the convolution, timed by CPU time; an older cache's product alone is probed again
-    key = (f"{cpu}|{os.cpu_count()} logical cores|{num_threads} threads|torch {torch.__version__}|{precision}|"
-           "probe 2")
+    key = f"{cpu}|{os.cpu_count()} logical cores|{num_threads} threads|torch {torch.__version__}|{precision}"
     path = (folder or cache_folder()) / PEAK_CACHE_FILE
     table: Dict[str, Any] = {}
     try:

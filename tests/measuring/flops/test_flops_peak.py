@@ -54,7 +54,7 @@ def test_the_precision_of_the_work_picks_its_own_peak():
 
 def test_cpu_probe_agrees_with_an_independent_timing():
     size, threads = 256, 1
-    peak = measure_cpu_peak(size=size, num_threads=threads, repeats=5, kernels=("matmul",))
+    peak = measure_cpu_peak(size=size, num_threads=threads, repeats=5)
     assert "1 threads" in peak.detail and "256x256 float32" in peak.detail
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
@@ -72,34 +72,11 @@ def test_cpu_probe_agrees_with_an_independent_timing():
     assert independent / 3 < peak.flops_per_s < independent * 3
 
 
-def test_the_peak_is_never_below_what_a_speech_models_convolution_reaches():
-    """SpeechBrain's x-vector trained at 2.9x a product-only peak: oneDNN's convolutions outrun the BLAS product on
-    a CPU. The probe's peak holds the fastest of both, so a timed TDNN-shaped convolution of known FLOPs (the
-    ground truth: 2 x batch x out x in x kernel x output frames) reads at most 100 % of it, within timing noise."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        peak = measure_cpu_peak(num_threads=1, repeats=5)
-        x, w = torch.randn(4, 512, 200), torch.randn(512, 512, 3)
-        best = float("inf")
-        for _ in range(7):
-            start, cpu = time.perf_counter(), time.process_time()
-            torch.nn.functional.conv1d(x, w)
-            best = min(best, time.perf_counter() - start, time.process_time() - cpu)
-    finally:
-        torch.set_num_threads(previous)
-    reached = 2 * 4 * 512 * 512 * 3 * 198 / best
-    assert peak.source == "matmul and conv probe" and "conv1d" in peak.detail and "torch.mm" in peak.detail
-    assert reached < 1.25 * peak.flops_per_s, (reached, peak.detail)
-
-
 def test_probe_arguments_are_checked():
     with pytest.raises(ConfigError, match="precision"):
         measure_cpu_peak(precision="tf32")
     with pytest.raises(ConfigError, match="size"):
         measure_cpu_peak(size=0)
-    with pytest.raises(ConfigError, match="kernels"):
-        measure_cpu_peak(kernels=("fft",))
 
 
 def test_gpu_peak_without_cuda():
