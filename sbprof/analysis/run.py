@@ -298,7 +298,13 @@ def _counts(fig: StageFigures, m: Measurement, extra: RunPayload) -> None:
         fig.flops_per_step = float(flops.total)
         fig.achieved_flops_per_s = flops.total / fig.step.median
         peak = extra.peak_flops
-        if peak and peak.flops_per_s:
+        if peak and peak.flops_per_s and fig.achieved_flops_per_s > peak.flops_per_s:
+            # More than the peak is no share: the probe read low (a busy machine when it ran) or the work's
+            # kernels outrun its torch.mm. Said, never printed as a share above 100 %.
+            again = "; delete peak_flops.json in sbprof's cache to probe again" if "probe" in peak.source else ""
+            fig.peak_source = (f"achieved is above the peak, {peak.flops_per_s / 1e9:.3g} GFLOP/s {peak.precision}, "
+                               f"{peak.source}: the peak read low{again}")
+        elif peak and peak.flops_per_s:
             fig.share_of_peak = fig.achieved_flops_per_s / peak.flops_per_s
             fig.peak_source = f"{peak.flops_per_s / 1e9:.3g} GFLOP/s {peak.precision}, {peak.source}"
         elif peak:

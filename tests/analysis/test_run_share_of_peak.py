@@ -32,3 +32,14 @@ def test_a_gpu_missing_from_the_table_reads_peak_unknown():
     assert stage.share_of_peak is None and stage.achieved_flops_per_s == pytest.approx(5e11)
     row = next(line for line in render_run(report).splitlines() if line.startswith("| share of the device's peak"))
     assert "n/a (peak unknown: NVIDIA A10G is not in sbprof's datasheet table)" in row
+
+
+def test_work_faster_than_a_probed_peak_reads_no_share_and_says_the_peak_read_low():
+    # 500 GFLOP/s achieved against a CPU probe that read 200 (a busy machine when it ran): 250 % is no share.
+    report = analyse(Results("run", records=[_stage({"flops_per_s": 2e11, "precision": "fp32",
+                                                     "source": "matmul probe"})]))
+    (stage,) = report.stages
+    assert stage.share_of_peak is None and stage.achieved_flops_per_s == pytest.approx(5e11)
+    row = next(line for line in render_run(report).splitlines() if line.startswith("| share of the device's peak"))
+    assert ("n/a (achieved is above the peak, 200 GFLOP/s fp32, matmul probe: the peak read low; delete "
+            "peak_flops.json in sbprof's cache to probe again)") in row and "%" not in row
