@@ -11,7 +11,9 @@ waits for every mark (at most ``$SBPROF_MERGE_TIMEOUT_S``, default 300 s),
 then runs ``sbprof merge`` on the run folder, which names the ranks that
 never ended and where each was last seen. After SIGTERM, the first stopped
 rank to claim it merges at once, within torchrun's grace period (or prints
-the ``sbprof merge`` command that does).
+the ``sbprof merge`` command that does). Another rank ended by an exception
+(its peer died) waits :data:`STOPPED_WAIT_S` for the others' ends, so that
+torchrun's SIGTERM finds it alive.
 """
 from __future__ import annotations
 
@@ -64,6 +66,7 @@ class RankLog:
         self.closing = False
         self.writing = False  # close() is writing the records: a SIGTERM now waits for the end line
         self.merged = False  # a merge ran or runs (at the end barrier or after SIGTERM)
+        self.merging = False  # the end barrier's merge runs now: a SIGTERM waits for it
         self.sigterm_pending = False
         self.last_key: Optional[tuple] = None  # (section, step name) of the last step that ended in this process
         self.writer = RankWriter(rank_file(self.folder, world.rank), {
@@ -92,9 +95,10 @@ class RankLog:
             os._exit(code)
 
     def _on_sigterm(self, signum: int, frame: Any) -> None:
-        if self.writing or any(getattr(s.profiler, "stopping", False) for s in self.sections):
-            # A profiler is reading its recording, or close() is writing the records (the SIGTERM came in the
-            # middle): finish that first, so the file is whole, then handle it (stop_finished / close call back).
+        if self.writing or self.merging or any(getattr(s.profiler, "stopping", False) for s in self.sections):
+            # A profiler is reading its recording, close() is writing the records or the end barrier's merge runs
+            # (the SIGTERM came in the middle): finish that first, so the file (or report) is whole, then handle
+            # it (stop_finished / close call back).
             self.sigterm_pending = True
             return
         if not self.closing:
@@ -125,17 +129,35 @@ class RankLog:
             self._on_sigterm(signal.SIGTERM, None)
         if not barrier:
             return None
+        # A rank other than 0 that ends by an exception most often does so because a peer died (gloo: "connection
+        # reset by peer"). It waits briefly for every rank's end, so that torchrun's SIGTERM (sent when the peer
+        # died) finds it alive and it merges then. It never merges by itself: rank 0 may be alive, blocked in a
+        # collective, and stopped (then merging, its records written) only once this rank has exited.
+        failed = reason.startswith("exception") and self.world.rank != 0
         missing = [] if self.store is None else end_barrier(
             self.store, self.run_id, self.world, reason,
-            float(os.environ.get(ENV_MERGE_TIMEOUT, DEFAULT_MERGE_TIMEOUT_S)))
+            STOPPED_WAIT_S if failed else float(os.environ.get(ENV_MERGE_TIMEOUT, DEFAULT_MERGE_TIMEOUT_S)),
+            waiter=self.world.rank if failed else 0)
         merge = os.environ.get(ENV_NO_MERGE) != "1" if merge is None else merge
-        if self.world.rank != 0 or not merge:
+        if not merge:
+            return None
+        if self.world.rank != 0:
+            if failed and 0 in missing:
+                print(f"sbprof: rank {self.world.rank} ended by an exception and rank 0 had not ended "
+                      f"{STOPPED_WAIT_S:g} s later; if no rank merges, run: sbprof merge "
+                      f"{shlex.quote(str(self.folder))}", file=sys.stderr, flush=True)
             return None
         if missing:
             print(f"sbprof: ranks {missing} did not end within the barrier's timeout: merging without them",
                   file=sys.stderr)
-        self.merged = True
-        return run_merge(self.folder)
+        self.merged = self.merging = True
+        try:
+            return run_merge(self.folder)
+        finally:
+            self.merging = False
+            if self.sigterm_pending:  # torchrun stopped the world while merging: the report is written, now stop
+                self.sigterm_pending = False
+                self._on_sigterm(signal.SIGTERM, None)
 
 
     def _merge_after_stop(self) -> None:
@@ -217,8 +239,9 @@ def run_merge(run_folder: Path, timeout_s: Optional[float] = None) -> Optional[i
     from sbprof.workers.supervisor import child_env
 
     try:
+        # In its own session: torchrun stops a rank with killpg, which must not end the merge it is running.
         return subprocess.run([sys.executable, "-m", "sbprof", "merge", str(run_folder)], env=child_env(),
-                              timeout=timeout_s).returncode
+                              timeout=timeout_s, start_new_session=True).returncode
     except subprocess.TimeoutExpired:
         return None
 

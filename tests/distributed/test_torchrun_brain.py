@@ -160,3 +160,18 @@ def test_a_rank_ended_by_an_exception_and_waiting_for_a_dead_peer_merges_when_to
     rows = {r.rank: r for r in train.rows}
     assert rows[0].ended.startswith("exception: RuntimeError") and rows[1].ended.startswith("no end line")
     assert rows[0].steps >= 5 and rows[1].steps >= 5
+
+
+def test_a_rank_other_than_0_that_raises_leaves_a_report_with_rank_0s_records(tmp_path):
+    # Rank 1 raises; rank 0, alive, waits in the next batch's collective. Rank 1 waits a few seconds at exit for
+    # the others' ends and does not merge by itself: once it exits, torchrun stops rank 0, which writes its
+    # records and merges, so both ranks' records are in the report.
+    done = launch(tmp_path, TEST_RAISE_RANK="1", TEST_RAISE_AT="8", TEST_ACTIVE="20")
+    assert done.returncode != 0
+    run_folder = find_run(tmp_path / "ranks")
+    assert (run_folder / "report.md").is_file(), done.stderr[-3000:]
+    (train,) = [s for s in merge_run(run_folder).sections if s.key == "TinyBrain/train"]
+    rows = {r.rank: r for r in train.rows}
+    assert rows[1].ended.startswith("exception: RuntimeError"), rows[1].ended
+    assert not rows[0].ended.startswith("no end line"), rows[0].ended  # rank 0 wrote its records before the merge
+    assert rows[0].steps >= 5 and rows[1].steps >= 5
