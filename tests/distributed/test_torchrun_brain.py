@@ -137,7 +137,10 @@ def test_a_rank_killed_mid_run_leaves_a_report_with_its_steps_and_the_survivors_
     run_folder = find_run(tmp_path / "ranks")
     report = run_folder / "report.md"
     assert report.is_file(), done.stderr[-3000:]  # the survivor merged at SIGTERM, no manual command
-    assert "sbprof merge" in done.stderr and "**INCOMPLETE**" in report.read_text()
+    # torchrun's own traceback left out: the ranks' and sbprof's lines say which rank did what.
+    said = "\n".join(line for line in done.stderr.split("\nTraceback")[0].splitlines() if "it/s" not in line)
+    assert "sbprof merge" in done.stderr, said[-4000:]
+    assert "**INCOMPLETE**" in report.read_text()
     summary = merge_run(run_folder)
     (train,) = [s for s in summary.sections if s.key == "TinyBrain/train"]
     rows = {r.rank: r for r in train.rows}
