@@ -89,10 +89,15 @@ DEFINITIONS = {
 
 @dataclass(frozen=True)
 class RunFlops(Codec):
-    """``extra["flops"]``: the FLOPs of one step (the last warm-up one) and the operators without a formula."""
+    """``extra["flops"]``: the FLOPs of one step (the last warm-up one), its forward and backward parts, its
+    multiply-accumulates (in all, and by the precision they ran in) and the operators without a formula."""
 
     total: Optional[float] = None
     untracked: Dict[str, int] = field(default_factory=dict)
+    forward: Optional[float] = None
+    backward: Optional[float] = None
+    macs: Optional[float] = None
+    macs_by_precision: Dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,8 @@ class PeakFlops(Codec):
     flops_per_s: Optional[float] = None
     precision: str = ""
     source: str = ""
+    device: str = ""
+    detail: str = ""  # how it was had (a probe's shape and threads, when, and the cache that keeps it)
 
 
 @dataclass(frozen=True)

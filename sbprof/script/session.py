@@ -363,11 +363,13 @@ class Session:
 
 
 def _flops_of(counter: Any) -> Dict[str, Any]:
+    from sbprof.analysis.run import RunFlops  # the payload's declaration, read back by the analysis
+
     result = counter.result()
     backward = result.backward_flops or 0
-    return {"forward": result.flops, "backward": result.backward_flops, "total": result.flops + backward,
-            "macs": result.macs + (result.backward_macs or 0), "untracked": dict(result.untracked),
-            "macs_by_precision": dict(result.macs_by_precision)}
+    return asdict(RunFlops(forward=result.flops, backward=result.backward_flops, total=result.flops + backward,
+                           macs=result.macs + (result.backward_macs or 0), untracked=dict(result.untracked),
+                           macs_by_precision=dict(result.macs_by_precision)))
 
 
 def _memory_of(values: tuple, peak: Any) -> Dict[str, Any]:
