@@ -77,7 +77,11 @@ FIGURES: Dict[str, Tuple[str, bool]] = {
 THROUGHPUTS = ("audio_per_s", "utterances_per_s", "steps_per_s")
 PRECISION = 0.10
 """The default of ``--precision``: adaptive repeats add rounds while a ranked variant's throughput ratio is known
-to worse than this, the relative half-width of its interval, ``sqrt(high / low) - 1``."""
+only to worse than this, the relative half-width of its interval, ``sqrt(high / low) - 1``."""
+MAX_ROUNDS = 8
+"""The default of ``--max-rounds``: the most rounds adaptive repeats may reach."""
+TOO_FEW_RUNS = "run(s) a side: an interval needs 3"
+"""The end of a figure's reason for no ratio when more runs would give one."""
 
 
 def loss_change(base: Sequence[Optional[float]], variant: Sequence[Optional[float]]) -> float:
@@ -208,7 +212,7 @@ def main_stage(records: List[Measurement], base: str) -> str:
 
 
 def _variant(name: str, changes: List[Tuple[str, Any]], records: List[Measurement], stage: str,
-             base_runs: Dict[str, List[float]], base_losses: List[float], tolerance: float,
+             base_runs: Optional[Dict[str, List[float]]], base_losses: List[float], tolerance: float,
              same_batches: bool = True) -> VariantResult:
     mine = [m for m in records if m.cell.params.get("variant") == name]
     failures = [f"round {m.cell.run + 1}: {m.message}" for m in mine if not m.ok]
@@ -220,12 +224,14 @@ def _variant(name: str, changes: List[Tuple[str, Any]], records: List[Measuremen
         if len(values) != len(ok) or not values or not all(math.isfinite(v) for v in values):
             continue
         figure = Figure(key, interval_over_runs(values, CONFIDENCE))
-        base = base_runs.get(key, [])
+        base = (base_runs or {}).get(key, [])
         level = ratio_level(min(len(base), len(values)))
-        if not base:
-            figure.no_ratio = "the base has no such figure" if base_runs else None  # {}: this is the base
+        if base_runs is None:  # this is the base
+            pass
+        elif not base:
+            figure.no_ratio = "the base has no such figure" if base_runs else "the base has no successful run"
         elif level is None:
-            figure.no_ratio = f"{min(len(base), len(values))} run(s) a side: an interval needs 3"
+            figure.no_ratio = f"{min(len(base), len(values))} {TOO_FEW_RUNS}"
         elif min(base) > 0 and min(values) > 0:
             figure.ratio = compare_runs([[b] for b in base], [[v] for v in values], threshold=0.0,
                                         confidence=level, lower_is_better=lower_is_better)
@@ -269,7 +275,7 @@ def analyse(results: Results) -> VaryReport:
     for i, v in enumerate(variants):
         same_batches = v.get("args", []) == variants[0].get("args", [])
         result = _variant(v["name"], [tuple(c) for c in v.get("changes", [])], records, stage,
-                          base_runs if i else {}, base_losses if i else [], tolerance, same_batches)
+                          base_runs if i else None, base_losses if i else [], tolerance, same_batches)
         result.suggested_by = (rules.get("suggested") or {}).get(v["name"])
         out.append(result)
     throughput = next((k for k in THROUGHPUTS if k in base_runs), "steps_per_s")
@@ -305,13 +311,16 @@ def imprecise(report: VaryReport, target: float = PRECISION) -> Dict[str, float]
     :func:`half_width`): name -> half-width. Empty: every ratio is as precise as asked, so no more rounds.
 
     Whether an interval includes 1 plays no part: the rule stops on precision alone (see the module docstring).
+    A ratio that more runs cannot give (the base never ran, a run read zero) asks for no round.
     """
     out: Dict[str, float] = {}
     for v in report.variants[1:]:
         if not v.measured or not v.loss_ok:
             continue  # failed, or flagged: more rounds would not rank it
         f = v.figures.get(report.throughput)
-        width = half_width(f) if f is not None else math.inf
+        if f is None or (f.ratio is None and not (f.no_ratio or "").endswith(TOO_FEW_RUNS)):
+            continue
+        width = half_width(f)
         if width > target:
             out[v.name] = width
     return out

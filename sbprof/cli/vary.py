@@ -99,13 +99,13 @@ def main(argv: List[str], prog: str = "sbprof run") -> int:
     from sbprof.script.vary_plan import VaryPlan
 
     folder = cfg.preamble.output_folder
-    if cfg.try_suggested:
-        cfg = suggested(cfg)
-        if isinstance(cfg, int):
-            return cfg
-    log(f"{len(cfg.variants)} variant(s) x {cfg.rounds} rounds (up to {cfg.max_rounds} while a ratio is too wide): "
-        f"{', '.join(v.name for v in cfg.variants)}")
     try:
+        if cfg.try_suggested:  # the base run first (a Ctrl-C or a bad stored base: as for the comparison)
+            cfg = suggested(cfg)
+            if isinstance(cfg, int):
+                return cfg
+        log(f"{len(cfg.variants)} variant(s) x {cfg.rounds} rounds (up to {cfg.max_rounds} while a ratio is too "
+            f"wide): {', '.join(v.name for v in cfg.variants)}")
         outcome = run_config(VARY, cfg, log, plan=VaryPlan(cfg, log))
     except KeyboardInterrupt:
         log("interrupted: the finished runs are kept in results.json (run the same command to go on)")

@@ -35,7 +35,8 @@ ENV_MERGE_TIMEOUT = "SBPROF_MERGE_TIMEOUT_S"
 ENV_NO_MERGE = "SBPROF_NO_MERGE"
 DEFAULT_MERGE_TIMEOUT_S = 300.0
 STOPPED_WAIT_S = 5.0
-"""After SIGTERM: how long the merging rank waits for the other stopped ranks to close their files."""
+"""After SIGTERM: how long the merging rank waits for the other stopped ranks to close their files; at exit by an
+exception, how long a rank other than 0 waits in the end barrier for torchrun's SIGTERM."""
 STOPPED_MERGE_S = 15.0
 """After SIGTERM: the merge's deadline (torchrun kills the ranks 30 s after its SIGTERM)."""
 _POLL_S = 0.2

@@ -56,7 +56,11 @@ class LoopCPU:
                 except OSError:  # the task ended
                     continue
                 todo += kids
-                out += [psutil.Process(k) for k in kids if psutil.pid_exists(k)]
+                for kid in kids:
+                    try:
+                        out.append(psutil.Process(kid))
+                    except psutil.Error:  # it ended since the list was read
+                        pass
         return out
 
     def _child_cpu(self) -> Dict[Tuple[int, float], float]:

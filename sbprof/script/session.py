@@ -136,8 +136,8 @@ class Session:
         steps; in the script's thread only."""
         if self.keep_going or threading.get_ident() != self.thread:
             return False
-        if self.stages is not None and all(s in self.steps.stages and not self.recording(s) for s in self.stages):
-            return True
+        if self.stages is not None:  # only the asked stages' plans decide (another's plan is empty)
+            return all(s in self.steps.stages and not self.recording(s) for s in self.stages)
         return kind != "brain" and stage in self.steps.stages and not self.recording(stage)
 
     def checkpoint(self) -> None:

@@ -7,12 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional
 
+from sbprof.analysis.vary import MAX_ROUNDS, PRECISION
 from sbprof.jobs.job import ArgumentParser, Invocation
 
 OPTIONS = ("--vary", "--vary-one-at-a-time", "--rounds", "--max-rounds", "--precision", "--loss-tolerance",
            "--time-budget", "--try")
-DEFAULTS: Dict[str, Any] = {"vary": [], "one_at_a_time": False, "rounds": 4, "max_rounds": 8,
-                            "precision": 0.10, "loss_tolerance": 0.02, "time_budget": None, "try_": None}
+DEFAULTS: Dict[str, Any] = {"vary": [], "one_at_a_time": False, "rounds": 4, "max_rounds": MAX_ROUNDS,
+                            "precision": PRECISION, "loss_tolerance": 0.02, "time_budget": None, "try_": None}
 """The comparison's own options (beside ``sbprof run``'s) and their defaults."""
 
 
@@ -74,6 +75,9 @@ def load_config(source: Mapping[str, Any], overrides: Optional[Mapping[str, Any]
         raise ConfigError(f"--time-budget must be a positive number of seconds, got {args['time_budget']}")
     if args.get("keep_going") or args.get("ddp") is not None:
         raise ConfigError("--vary compares bounded runs: --continue and --ddp cannot go with it")
+    if args.get("stages"):  # each run after the base's first measures the main stage only (train, else the first)
+        raise ConfigError("--vary compares the script's main stage (train, else its first): --stages cannot go "
+                          "with it")
     if args["try_"] is not None:
         if args["try_"] != "suggested":
             raise ConfigError(f"--try takes 'suggested' (the variants the base run's verdicts suggest), got "

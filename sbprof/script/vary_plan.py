@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from sbprof.analysis.run import RunPayload
+from sbprof.analysis.vary import MAX_ROUNDS, PRECISION
 from sbprof.jobs.plan import JobPlan, Records, Step, StoreView
 from sbprof.jobs.preamble import Preamble
 from sbprof.record import Cell, Measurement
@@ -54,8 +55,8 @@ class VaryConfig:
     target: Target
     variants: List[Variant]
     rounds: int = 4
-    max_rounds: int = 8
-    precision: float = 0.10
+    max_rounds: int = MAX_ROUNDS
+    precision: float = PRECISION
     loss_tolerance: float = 0.02
     time_budget_s: Optional[float] = None
     specs: List[str] = field(default_factory=list)

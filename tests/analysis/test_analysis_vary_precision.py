@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 
 from sbprof.analysis.intervals import interval_over_runs
-from sbprof.analysis.vary import PRECISION, Figure, VariantResult, VaryReport, half_width, imprecise
+from sbprof.analysis.vary import (PRECISION, TOO_FEW_RUNS, Figure, VariantResult, VaryReport, half_width,
+                                  imprecise)
 from sbprof.analysis.verdict import compare_runs
 
 BASE = [1.00, 1.01, 0.99, 1.00]
@@ -41,4 +42,15 @@ def test_flagged_failed_and_uncompared_variants():
     failed = VariantResult("failed", [], 0, failures=["round 1: exit status 1"])
     young = _variant("young", [2.0, 2.0, 2.0, 2.0])
     young.figures["steps_per_s"].ratio = None  # too few runs for an interval yet: asks for more
+    young.figures["steps_per_s"].no_ratio = f"2 {TOO_FEW_RUNS}"
     assert imprecise(_report(flagged, failed, young)) == {"young": math.inf}
+
+
+def test_a_ratio_more_rounds_cannot_give_asks_for_none():
+    # The base never ran (or a run read zero): every round added would end the same way, up to --max-rounds.
+    orphans = []
+    for name, why in (("no base", "the base has no successful run"), ("zero", "a run read zero")):
+        v = _variant(name, [2.0, 2.0, 2.0, 2.0])
+        v.figures["steps_per_s"].ratio, v.figures["steps_per_s"].no_ratio = None, why
+        orphans.append(v)
+    assert imprecise(_report(*orphans)) == {}

@@ -156,3 +156,22 @@ def test_a_stray_model_call_before_a_brains_step_is_no_step_and_gives_its_index_
     session.end()
     record = session.steps.stages["train"]
     assert (record.roles, record.seen, record.kind, session.found["train"]) == (["warmup"], 1, "brain", "brain")
+
+
+def test_stages_lets_an_unasked_loop_run_on_and_stops_the_script_once_the_asked_stage_has_its_steps():
+    # A script that trains a plain loop, then calls an interface: --stages transcribe_batch. The loop's stage has
+    # an empty plan; it must not stop the script (it did: its steps were "past their plan" from the second on).
+    from sbprof.script.session import Session, StopRun
+
+    session = Session(warmup=1, measured=2, keep_going=False, trace_dir=None, stages=("transcribe_batch",))
+    for _ in range(20):
+        assert session.begin("train", "loop", None, "cpu") is None  # unmeasured
+        session.end()
+    roles = []
+    with pytest.raises(StopRun):
+        for _ in range(50):
+            roles.append(session.begin("transcribe_batch", "inference", None, "cpu"))
+            session.end()
+    # Stopped at the first step past the asked stage's plan, its measured steps taken
+    assert len(roles) == len(session.plan("transcribe_batch").sequence) and roles.count("measured") == 2
+    assert list(session.steps.stages) == ["train", "transcribe_batch"] and session.steps.stages["train"].roles == []

@@ -181,9 +181,10 @@ def test_the_cpu_cost_includes_the_dataloader_workers_spins(tmp_path):
         assert abs(v.figures["workers_cpu_share"].over_runs.median - share) < 0.1, name
 
 
-def test_bad_adaptive_options_are_one_line_and_exit_2(tmp_path):
+def test_bad_comparison_options_are_one_line_and_exit_2(tmp_path):
     for options, said in ((["--rounds", "4", "--max-rounds", "3"], "--max-rounds (3) must be at least --rounds (4)"),
-                          (["--precision", "0"], "--precision must be a relative half-width above 0")):
+                          (["--precision", "0"], "--precision must be a relative half-width above 0"),
+                          (["--stages", "valid"], "--stages cannot go with it")):
         proc = sbprof_run(["--vary", "num_workers: [0, 2]", *options, str(VARY)], cwd=tmp_path)
         lines = proc.stderr.strip().splitlines()
         assert proc.returncode == 2 and len(lines) == 1 and said in lines[0], proc.stderr
