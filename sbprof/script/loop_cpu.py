@@ -74,6 +74,12 @@ class LoopCPU:
                 continue
         return out
 
+    def exclude(self, cpu_s: float) -> None:
+        """This process's ``cpu_s`` since the last sample were not the loop's (sbprof's own work): the next sample
+        leaves them out."""
+        if self._main is not None:
+            self._main += cpu_s
+
     def sample(self) -> Tuple[float, float]:
         """CPU seconds since the previous sample (the first: ``(0.0, 0.0)``, the baseline)."""
         main, children = time.process_time(), self._child_cpu()

@@ -153,7 +153,7 @@ class Session:
         """A step of ``stage`` starts (``root``: the model it runs); its role, set up before its clocks start."""
         if self.should_stop(stage, kind):
             raise StopRun(stage)
-        started = time.perf_counter()
+        started, cpu0 = time.perf_counter(), time.process_time()
         stray = self.steps.current
         if stray is not None and stray.kind == "loop" and kind != "loop":
             # A model call with gradients outside the Brain's (or interface's) own calls opened a loop step that
@@ -176,7 +176,7 @@ class Session:
             peak.start()  # the last thing before the clocks: the heap trimmed, the mark reset
         now = time.perf_counter()
         self.setup_s = now - started
-        self.steps.add_own(started, now)
+        self.steps.add_own(started, now, time.process_time() - cpu0)
         if role is None and self.ranks is not None:  # still a step: the next one of another stage has no time between
             self.ranks.counted(stage)
         self.steps.begin(stage, kind, role)
@@ -219,11 +219,11 @@ class Session:
         if step is None:
             return
         timing = self.steps.end() if ok else self.steps.discard()
-        started = time.perf_counter()
+        started, cpu0 = time.perf_counter(), time.process_time()
         try:
             self._close(step.stage, step.role, ok, timing)
         finally:
-            self.steps.add_own(started, time.perf_counter())
+            self.steps.add_own(started, time.perf_counter(), time.process_time() - cpu0)
         if ok and timing is not None and self.ranks is not None:
             # Under torchrun every step goes to the rank file (the measured ones reported), last: sbprof's own work
             # around the step (here and before its clocks started) is not the loop's time between steps.

@@ -182,10 +182,13 @@ class Steps:
         if self._first_wait is None:
             self._first_wait = start
 
-    def add_own(self, start: float, end: float) -> None:
-        """sbprof's own work between steps, from ``start`` to ``end``: not the loop's time."""
+    def add_own(self, start: float, end: float, cpu_s: float = 0.0) -> None:
+        """sbprof's own work between steps, from ``start`` to ``end`` (``cpu_s`` of this process's CPU): not the
+        loop's time, nor its CPU (the FLOP step's counting, before the first measured step, would be in it)."""
         if len(self._own) < 64:  # a few pieces between two steps; past the steps, nothing reads them
             self._own.append((start, end))
+        if self._loop_cpu is not None:
+            self._loop_cpu.exclude(cpu_s)
 
     def set_batch(self, utterances: Optional[int], audio_s: Optional[float]) -> None:
         """The open step's batch size and audio seconds (the first ones set win)."""
