@@ -79,9 +79,13 @@ def base_run(script_argv: List[str], warmup: int, measured: int, folder: Path,
     """Run the base (or find it run before: resume) in ``folder``; ``(its results.json, "")`` or ``(None,
     why it failed)``."""
     results = folder / "results.json"
+    asked = folder.parent / f"{BASE_RUN}.command.json"  # what the stored base ran: reused only for the same command
+    command = base_run_command(script_argv, warmup, measured, folder)[1:]  # not the Python, which may move
     if results.is_file() and json.loads(results.read_text()).get("records"):
-        log(f"the base run is in {folder} (run before)")
-        return results, ""
+        if asked.is_file() and json.loads(asked.read_text()) == command:
+            log(f"the base run is in {folder} (run before)")
+            return results, ""
+        log(f"the base run in {folder} was of another command (its script arguments or steps): run again")
     import shutil
 
     from sbprof.script.vary_plan import failure_reason
@@ -95,4 +99,5 @@ def base_run(script_argv: List[str], warmup: int, measured: int, folder: Path,
     if proc.returncode != 0 or not results.is_file():
         shutil.rmtree(folder, ignore_errors=True)  # not kept as a finished base run: the same command retries it
         return None, failure_reason(proc.returncode, proc.stderr)
+    asked.write_text(json.dumps(command))
     return results, ""

@@ -142,6 +142,12 @@ def test_try_suggested_with_nothing_to_suggest_says_so_in_one_line_and_exits_0(t
     assert said == ["sbprof: no verdict of the base run suggests a variant sbprof can measure: nothing to compare "
                     f"(the base's report: {tmp_path / 'cmp' / 'base_run' / 'report.md'})"]
     assert "# sbprof run" in proc.stderr and not (tmp_path / "cmp" / "variants").exists()
+    # Other script arguments into the same folder: the stored base run was of another command, so it runs again.
+    other = sbprof_run(["--try", "suggested", "--warmup", "1", "--measured", "2", "--output_folder",
+                        str(tmp_path / "cmp"), str(VARY), "--steps", "4", "--call_ms", "250"], cwd=tmp_path)
+    assert other.returncode == 0 and "(run before)" not in other.stderr
+    assert f"the base run in {tmp_path / 'cmp' / 'base_run'} was of another command" in other.stderr
+    assert "sbprof: the base run: sbprof run of the script as it is" in other.stderr
     bad = sbprof_run(["--try", "everything", str(VARY)], cwd=tmp_path)
     assert bad.returncode == 2 and bad.stderr.strip() == ("sbprof: error: --try takes 'suggested' (the variants the "
                                                           "base run's verdicts suggest), got 'everything'")
