@@ -215,6 +215,9 @@ class Hooks:
                 self.loader_batches = None
         return counted
 
+    # A compiled module runs its hooks inside its compiled call: kept out of Dynamo, which would trace sbprof's own
+    # state into guards and recompile at each change of it (past its recompile limit, the model runs eagerly).
+    @torch.compiler.disable
     def _forward_pre(self, module: torch.nn.Module, args: Any) -> None:
         self.session.checkpoint()
         self._depth += 1
@@ -229,6 +232,7 @@ class Hooks:
             del self._recent[:-8]
         self.steps.enter("forward")
 
+    @torch.compiler.disable
     def _forward_post(self, module: torch.nn.Module, args: Any, output: Any) -> None:
         self._depth -= 1
         if self._depth == 0:

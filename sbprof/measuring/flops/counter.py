@@ -63,12 +63,6 @@ class _Dispatch(TorchDispatchMode):
         super().__init__()
         self._record = record
 
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        # By default torch wraps __torch_dispatch__ to keep Dynamo out of it, a few
-        # microseconds per operator; counting runs eagerly, so the wrapper buys nothing.
-        return False
-
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)

@@ -1,6 +1,6 @@
 """A plain PyTorch loop whose forward either runs many tiny operators (``--ops N``: ``x = x + 1`` N times on a
 1-element tensor), one large matrix product (``--matmul N``: N x N by N x N) or one bare ``nn.Linear(N, N)``
-(``--linear N``); with ``--times FILE`` each step's own clocks (perf_counter and process_time around the whole
+(``--linear N``), compiled with ``--compile``; with ``--times FILE`` each step's own clocks (perf_counter and process_time around the whole
 step) go to FILE as JSON, the tests' outside clock.
 
     python tiny_ops.py --steps 9 --ops 10000 [--device cuda] [--times times.json]
@@ -36,6 +36,7 @@ def main():
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--times", default=None)
     parser.add_argument("--own_profiler", action="store_true", help="train under a torch.profiler of its own")
+    parser.add_argument("--compile", action="store_true", help="the model compiled in place (nn.Module.compile)")
     args = parser.parse_args()
     if args.own_profiler:
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profiler:
@@ -52,6 +53,8 @@ def train(args):
         model = torch.nn.Linear(size, size).to(args.device)
     else:
         model = Model(args.ops, args.matmul).to(args.device)
+    if args.compile:
+        model.compile()
     opt = torch.optim.SGD(model.parameters(), lr=1e-6)
     x = torch.randn(size, size, device=args.device)
     times = []
