@@ -73,7 +73,8 @@ def _unknown(key: str, classes: Tuple[type, ...]) -> str:
 def _strict(hint: Any) -> bool:
     # A class whose own from_dict reads more than its fields (a migration) takes keys it does not declare.
     own = getattr(hint, "from_dict", None)
-    return dataclasses.is_dataclass(hint) and (own is None or getattr(own, "__func__", None) is Codec.from_dict.__func__)
+    plain = own is None or getattr(own, "__func__", None) is Codec.from_dict.__func__
+    return dataclasses.is_dataclass(hint) and plain
 
 
 def _walk(hint: Any, data: Any, path: str) -> Iterator[Tuple[str, Dict[str, Any], str, str]]:

@@ -123,7 +123,8 @@ def render_vary(report: VaryReport, plot: Optional[str] = None) -> str:
         "seconds of the measured loop (from one step's end to the next's: data wait, between and step), the "
         "process's and its DataLoader workers', per unit (audio second, utterance or step); **of it, workers'**: "
         "the workers' share of it",
-        f"- a figure: the median over runs [its interval at about {100 * report.runs_confidence():.0f} % or more, distribution-free]"
+        f"- a figure: the median over runs [its interval at about {100 * report.runs_confidence():.0f} % or more, "
+        "distribution-free]"
         "; a ratio: variant / base, Hodges-Lehmann over runs with the exact Mann-Whitney interval (the gate's); "
         f"\"{NO_CHANGE}\" when the interval includes 1",
         f"- **loss vs the base**: the largest relative difference of the losses of the first steps (same seed, same "

@@ -29,8 +29,9 @@ def vary_figure(report: VaryReport) -> Figure:
                         else " (loss changed)" if not v.loss_ok else "") for v in shown]
     ax.set_xticks(range(len(shown)), labels, rotation=20, ha="right")
     ax.set_ylabel(FIGURES[report.throughput][0])
-    ax.set_title(f"Throughput per variant, stage {report.stage} (median over runs, ~{100 * report.runs_confidence():.0f} % "
-                 "interval)", fontsize=10)
+    level = 100 * report.runs_confidence()
+    ax.set_title(f"Throughput per variant, stage {report.stage} (median over runs, ~{level:.0f} % interval)",
+                 fontsize=10)
     ax.set_ylim(bottom=0)
     return figure
 

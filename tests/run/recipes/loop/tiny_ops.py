@@ -1,7 +1,7 @@
 """A plain PyTorch loop whose forward either runs many tiny operators (``--ops N``: ``x = x + 1`` N times on a
 1-element tensor), one large matrix product (``--matmul N``: N x N by N x N) or one bare ``nn.Linear(N, N)``
-(``--linear N``), compiled with ``--compile``; with ``--times FILE`` each step's own clocks (perf_counter and process_time around the whole
-step) go to FILE as JSON, the tests' outside clock.
+(``--linear N``), compiled in place with ``--compile``; with ``--times FILE`` each step's own clocks (perf_counter
+and process_time around the whole step) go to FILE as JSON, the tests' outside clock.
 
     python tiny_ops.py --steps 9 --ops 10000 [--device cuda] [--times times.json]
 """
