@@ -333,9 +333,9 @@ def imprecise(report: VaryReport, target: float = PRECISION) -> Dict[str, float]
         if not v.measured or not v.loss_ok:
             continue  # failed, or flagged: more rounds would not rank it
         f = v.figures.get(report.throughput)
-        if f is None or (f.ratio is None and not (f.no_ratio or "").endswith(TOO_FEW_RUNS)):
-            continue
-        width = half_width(f)
+        if f is not None and f.ratio is None and f.no_ratio and not f.no_ratio.endswith(TOO_FEW_RUNS):
+            continue  # a reason no round can change
+        width = half_width(f) if f is not None else math.inf
         if width > target:
             out[v.name] = width
     return out
